@@ -1,0 +1,397 @@
+"""``Cluster``: a running Kafka cluster a notebook can start, break and stop.
+
+Backends only run processes; this class owns what a cluster *means*: ports and
+listeners, readiness, leaders, topics, node states, clean-up. Node numbers are Kafka's
+``node.id`` (1..N), so ``cluster.kill(cluster.leader("t", 0))`` reads as it should.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .. import dist
+from ..clients import config
+from ..errors import BrokerExited, ClusterNotReady, PortTaken, bad_value
+from . import ready
+from .local import LocalBackend, start_reaper, tail
+from .properties import ClusterSpec, NodePorts
+
+BACKENDS = ("local",)
+_LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
+
+
+class _StartMethod:
+    """``Cluster.start(brokers=3)`` builds and starts; ``cluster.start()`` starts."""
+
+    def __get__(self, obj: Cluster | None, cls: type[Cluster]):
+        if obj is None:
+            return lambda **kwargs: cls(**kwargs).start()
+        return obj._start
+
+
+def free_ports(count: int) -> list[int]:
+    """Ask the kernel for ``count`` distinct free ports on 127.0.0.1."""
+    with ExitStack() as stack:
+        socks = []
+        for _ in range(count):
+            s = stack.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+
+
+def check_port(port: int) -> None:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise PortTaken(f"port {port} on 127.0.0.1 is taken by another process; "
+                            "pass base_port=None to pick free ports, or another base_port"
+                            ) from exc
+
+
+class Cluster:
+    """N KRaft nodes (broker+controller each) on 127.0.0.1.
+
+    Args:
+        brokers: number of nodes, 1 to 5 (1 works, transactions included).
+        backend: ``"local"`` (JVM processes).
+        proxy: put a fault proxy in front of each broker's client listener; brokers
+            advertise the proxy's address so every client byte passes through it.
+        base_port: first of a block of consecutive ports; default: free ports.
+        data_dir: where node directories go; default: a fresh temporary directory.
+        keep_data: keep the data directory after ``stop()`` (for post-mortems).
+        overrides: extra broker properties, e.g. ``{"min.insync.replicas": "2"}``.
+        ready_timeout: seconds to wait for the readiness conditions.
+        jvm_opts: extra JVM options for every broker.
+    """
+
+    start = _StartMethod()
+
+    def __init__(self, brokers: int = 3, backend: str = "local", proxy: bool = False,
+                 base_port: int | None = None, data_dir: str | Path | None = None,
+                 keep_data: bool = False, overrides: dict[str, Any] | None = None,
+                 ready_timeout: float = 90.0, kafka_version: str = dist.KAFKA_VERSION,
+                 jvm_opts: list[str] | None = None) -> None:
+        if not isinstance(brokers, int) or not 1 <= brokers <= 5:
+            raise bad_value("brokers", brokers, "a whole number from 1 to 5")
+        if backend not in BACKENDS:
+            raise bad_value("backend", backend, " or ".join(map(repr, BACKENDS)))
+        if base_port is not None and not (1024 <= base_port <= 65000):
+            raise bad_value("base_port", base_port, "None or a port from 1024 to 65000")
+        self.size = brokers
+        self.backend_name = backend
+        self.use_proxy = proxy
+        self.base_port = base_port
+        self.keep_data = keep_data
+        self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
+        self.ready_timeout = ready_timeout
+        self.kafka_version = kafka_version
+        self.jvm_opts = list(jvm_opts or [])
+        self._own_dir = data_dir is None
+        self.workdir = Path(data_dir) if data_dir else Path(
+            tempfile.mkdtemp(prefix="deliverylab-cluster-"))
+        self.spec: ClusterSpec | None = None
+        self.backend: LocalBackend | None = None
+        self.proxies: dict[int, Any] = {}
+        self.states: dict[int, str] = {}
+        self._reaper = None
+        self._admin: AdminClient | None = None
+        self._lock = threading.RLock()
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def nodes(self) -> list[int]:
+        return list(range(1, self.size + 1))
+
+    def _ports(self) -> list[int]:
+        per_node = 4 if self.use_proxy else 3
+        count = per_node * self.size
+        if self.base_port is None:
+            return free_ports(count)
+        ports = list(range(self.base_port, self.base_port + count))
+        for port in ports:
+            check_port(port)
+        return ports
+
+    def _make_spec(self) -> ClusterSpec:
+        ports = iter(self._ports())
+        nodes = []
+        for node_id in self.nodes:
+            client, internal, controller = next(ports), next(ports), next(ports)
+            advertised = next(ports) if self.use_proxy else client
+            nodes.append(NodePorts(node_id, client, internal, controller, advertised))
+        cluster_id = uuid.uuid4().bytes
+        import base64
+
+        cid = base64.urlsafe_b64encode(cluster_id).decode().rstrip("=")
+        return ClusterSpec(tuple(nodes), cid, self.overrides)
+
+    def _start(self) -> Cluster:
+        """Start every node and wait until the cluster can really serve."""
+        if self.spec is not None:
+            return self
+        t0 = time.monotonic()
+        try:
+            self.backend = LocalBackend(self.workdir, self.kafka_version, self.jvm_opts)
+            self._reaper = start_reaper()
+            self.backend.on_launch = lambda pid: self._tell_reaper(f"watch {pid}")
+            if self._own_dir and not self.keep_data:
+                self._tell_reaper(f"cleanup {self.workdir}")
+            self.spec = self._make_spec()
+            _LIVE.add(self)
+            if self.use_proxy:
+                self._start_proxies()
+            self.backend.prepare(self.spec)
+            for node_id in self.nodes:
+                self.backend.launch(node_id)
+                self.states[node_id] = "up"
+            ready.wait_ready(self.bootstrap_servers, self.size,
+                             ready.Deadline(self.ready_timeout), self._check_alive)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def _start_proxies(self) -> None:
+        from ..proxy import Proxy  # the fault proxy is optional for a plain cluster
+
+        for node in self.spec.nodes:
+            proxy = Proxy(listen_port=node.advertised, target_port=node.client,
+                          name=f"proxy-{node.node_id}")
+            proxy.start()
+            self.proxies[node.node_id] = proxy
+
+    def _tell_reaper(self, line: str) -> None:
+        if self._reaper is not None and self._reaper.poll() is None:
+            self._reaper.stdin.write(line + "\n")
+            self._reaper.stdin.flush()
+
+    def _check_alive(self) -> None:
+        """Raise with the log tail if a node that should be running has exited."""
+        for node_id, state in self.states.items():
+            if state in ("up", "paused"):
+                code = self.backend.exit_code(node_id)
+                if code is not None:
+                    self.states[node_id] = "dead"
+                    log = self.backend.log_path(node_id)
+                    text = tail(log, 25)
+                    if "Address already in use" in text:
+                        raise PortTaken(
+                            f"node {node_id} could not bind its port (taken by another "
+                            "process); start again to pick other ports", log=log,
+                            log_tail=text)
+                    raise BrokerExited(f"node {node_id} exited with code {code}",
+                                       log=log, log_tail=text)
+
+    def stop(self) -> None:
+        """Stop every node and proxy, and remove the data directory (unless kept).
+
+        Brokers are killed, not shut down gracefully: the data is thrown away anyway,
+        and a controlled shutdown of the last nodes of a quorum can take a long time.
+        With ``keep_data`` they get a SIGTERM and a few seconds first.
+        """
+        with self._lock:
+            if self.backend is not None:
+                if self.keep_data:
+                    for node_id in self.nodes:
+                        self.backend.signal(node_id, "resume")
+                        self.backend.signal(node_id, "term")
+                    for node_id in self.nodes:
+                        self.backend.wait_exit(node_id, 10)
+                self.backend.close()
+                self.backend = None
+            for proxy in self.proxies.values():
+                proxy.stop()
+            self.proxies.clear()
+            self.states = {n: "stopped" for n in self.states}
+            if self._reaper is not None:
+                self._tell_reaper("release")
+                try:
+                    self._reaper.stdin.close()
+                except OSError:
+                    pass
+                self._reaper.wait(timeout=10)
+                self._reaper = None
+            if self._own_dir and not self.keep_data:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            self._admin = None
+            _LIVE.discard(self)
+
+    def __enter__(self) -> Cluster:
+        return self._start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{n}:{s}" for n, s in self.status().items())
+        return f"<Cluster {self.size} node(s) {self.backend_name} [{states}]>"
+
+    # --------------------------------------------------------------- addresses
+    @property
+    def bootstrap_servers(self) -> str:
+        """What clients connect to (the proxies' addresses when proxies are on)."""
+        self._require_started()
+        return ",".join(f"{n.advertised_host}:{n.advertised}" for n in self.spec.nodes)
+
+    @property
+    def direct_bootstrap_servers(self) -> str:
+        """The brokers' own client listeners, bypassing any proxy (benchmarks compare)."""
+        self._require_started()
+        return ",".join(f"{n.host}:{n.client}" for n in self.spec.nodes)
+
+    def _require_started(self) -> None:
+        if self.spec is None or self.backend is None:
+            raise ClusterNotReady("the cluster is not running: call start() first "
+                                  "(or use `with Cluster.start(...) as cluster:`)")
+
+    def _node(self, node: int) -> int:
+        if node not in self.nodes:
+            raise bad_value("node", node, f"a node number from 1 to {self.size}")
+        self._require_started()
+        return node
+
+    # ------------------------------------------------------------------ faults
+    def kill(self, node: int) -> None:
+        """SIGKILL one node: no shutdown, no flush, as when a machine loses power."""
+        node = self._node(node)
+        self.backend.signal(node, "resume")
+        self.backend.signal(node, "kill")
+        self.backend.wait_exit(node, 10)
+        self.states[node] = "dead"
+
+    def pause(self, node: int) -> None:
+        """SIGSTOP one node: alive but silent, like a long GC pause or a frozen VM."""
+        node = self._node(node)
+        if self.states.get(node) == "up":
+            self.backend.signal(node, "pause")
+            self.backend.wait_stopped(node, True)
+            self.states[node] = "paused"
+
+    def resume(self, node: int) -> None:
+        node = self._node(node)
+        if self.states.get(node) == "paused":
+            self.backend.signal(node, "resume")
+            self.backend.wait_stopped(node, False)
+            self.states[node] = "up"
+
+    def restart(self, node: int, timeout: float = 60.0) -> None:
+        """Stop a node (gracefully if it is running) and start it again.
+
+        Returns once the node is back in the cluster metadata.
+        """
+        node = self._node(node)
+        if self.backend.exit_code(node) is None:
+            self.backend.signal(node, "resume")
+            self.backend.signal(node, "term")
+            if not self.backend.wait_exit(node, 20):
+                self.backend.signal(node, "kill")
+                self.backend.wait_exit(node, 10)
+        self.backend.launch(node)
+        self.states[node] = "up"
+        ready.wait_until(f"node {node} back in the cluster metadata",
+                         lambda: node in self.live_brokers(),
+                         ready.Deadline(timeout), self._check_alive)
+
+    def status(self) -> dict[int, str]:
+        """Node -> ``up``/``paused``/``dead``/``stopped`` (a crashed node shows ``dead``)."""
+        if self.backend is not None:
+            for node_id, state in self.states.items():
+                if state in ("up", "paused") and self.backend.exit_code(node_id) is not None:
+                    self.states[node_id] = "dead"
+        return dict(self.states)
+
+    # -------------------------------------------------------------- metadata
+    def admin(self) -> AdminClient:
+        """A shared admin client (librdkafka clients are costly to create)."""
+        self._require_started()
+        if self._admin is None:
+            self._admin = AdminClient(config(self.bootstrap_servers))
+        return self._admin
+
+    def live_brokers(self, timeout: float = 5.0) -> set[int]:
+        """Node ids the controller currently lists as registered and unfenced."""
+        return set(self.admin().list_topics(timeout=timeout).brokers)
+
+    def leader(self, topic: str, partition: int = 0, timeout: float = 5.0) -> int:
+        """The node that leads ``topic``/``partition`` now (-1 while there is none)."""
+        md = self.admin().list_topics(topic, timeout=timeout)
+        meta = md.topics.get(topic)
+        if meta is None or meta.error is not None or partition not in meta.partitions:
+            raise bad_value("topic/partition", f"{topic}/{partition}",
+                            "an existing topic and partition (create_topic first)")
+        return meta.partitions[partition].leader
+
+    def isr(self, topic: str, partition: int = 0, timeout: float = 5.0) -> list[int]:
+        md = self.admin().list_topics(topic, timeout=timeout)
+        return list(md.topics[topic].partitions[partition].isrs)
+
+    def wait_leader(self, topic: str, partition: int = 0, exclude: tuple[int, ...] = (),
+                    timeout: float = 30.0) -> int:
+        """Wait for a leader that is not in ``exclude`` (e.g. after killing the old one)."""
+        def probe() -> int | None:
+            leader = self.leader(topic, partition)
+            return leader if leader >= 0 and leader not in exclude else None
+
+        return ready.wait_until(f"a new leader for {topic}/{partition} (not {exclude})",
+                                probe, ready.Deadline(timeout))
+
+    def wait_isr(self, topic: str, partition: int, size: int, timeout: float = 60.0) -> list:
+        return ready.wait_until(f"{size} replicas in the ISR of {topic}/{partition}",
+                                lambda: len(self.isr(topic, partition)) >= size
+                                and self.isr(topic, partition), ready.Deadline(timeout))
+
+    def create_topic(self, name: str, partitions: int = 3, replication_factor: int | None = None,
+                     config: dict[str, Any] | None = None, timeout: float = 30.0) -> str:
+        """Create a topic and wait until every partition has a leader; returns its name."""
+        if not isinstance(partitions, int) or partitions < 1:
+            raise bad_value("partitions", partitions, "a whole number >= 1")
+        rf = self.spec.replication if replication_factor is None else replication_factor
+        if not isinstance(rf, int) or not 1 <= rf <= self.size:
+            raise bad_value("replication_factor", replication_factor,
+                            f"None or a whole number from 1 to {self.size}")
+        topic = NewTopic(name, partitions, rf,
+                         config={k: str(v) for k, v in (config or {}).items()})
+        try:
+            self.admin().create_topics([topic])[name].result(timeout=timeout)
+        except KafkaException as exc:
+            raise ClusterNotReady(f"could not create topic {name!r}: {exc.args[0].str()}"
+                                  ) from exc
+
+        def has_leaders() -> bool:
+            meta = self.admin().list_topics(name, timeout=5).topics.get(name)
+            return (meta is not None and len(meta.partitions) == partitions
+                    and all(p.leader >= 0 for p in meta.partitions.values()))
+
+        ready.wait_until(f"topic {name!r} with a leader on each of its {partitions} "
+                         "partitions", has_leaders, ready.Deadline(timeout))
+        return name
+
+    # -------------------------------------------------------------------- logs
+    def log_path(self, node: int) -> Path:
+        return self.workdir / f"node-{self._node(node)}" / "broker.log"
+
+    def logs(self, node: int, lines: int = 50) -> str:
+        """The last ``lines`` lines of a node's broker log."""
+        return tail(self.log_path(node), lines)
+
+
+@atexit.register
+def _stop_all() -> None:
+    for cluster in list(_LIVE):
+        cluster.stop()

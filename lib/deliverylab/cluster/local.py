@@ -1,0 +1,187 @@
+"""Local backend: each KRaft node is a JVM process on this machine.
+
+The default backend, because it needs nothing but a JDK: no Docker, no admin rights.
+It only knows processes (launch, signal, exit codes, logs); what a *cluster* is —
+readiness, leaders, topics, faults — lives in :mod:`deliverylab.cluster.cluster`, shared
+with the other backends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from .. import dist
+from ..errors import BrokerExited
+from ..java import find_java
+from .properties import ClusterSpec, render, server_properties
+
+# Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
+# the smallest footprint and is plenty for a teaching cluster's load.
+BROKER_JVM_OPTS = [
+    "-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:MaxDirectMemorySize=128m",
+    "-XX:ReservedCodeCacheSize=64m", "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true", "-Dlog4j2.disable.jmx=true",
+]
+# The storage formatter runs once and exits: optimise for start-up, not throughput.
+TOOL_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+
+SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM,
+           "pause": signal.SIGSTOP, "resume": signal.SIGCONT}
+
+
+def class_archive(kafka_version: str = dist.KAFKA_VERSION) -> Path:
+    """Where the broker's class-data-sharing archive lives (made by ``make setup``).
+
+    Three broker JVMs loading ~10,000 classes each on two cores is most of a cluster's
+    start-up; mapping them from an archive cuts the time to ready by about a third.
+    """
+    return dist.cache_dir() / f"kafka-{kafka_version}" / "broker.jsa"
+
+
+class LocalBackend:
+    """Runs, signals and watches broker JVMs; one instance per cluster."""
+
+    name = "local"
+
+    def __init__(self, workdir: Path, kafka_version: str = dist.KAFKA_VERSION,
+                 jvm_opts: list[str] | None = None) -> None:
+        self.workdir = workdir
+        self.java = find_java()
+        self.libs = dist.kafka_libs(kafka_version)
+        archive = class_archive(kafka_version)
+        # -Xshare:auto (the default) falls back silently if the archive does not fit.
+        shared = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+        self.broker_opts = [*BROKER_JVM_OPTS, *shared, *(jvm_opts or [])]
+        self.tool_opts = [*TOOL_JVM_OPTS, *shared]
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.on_launch = lambda pid: None  # set by the Cluster: tells the reaper
+
+    def node_dir(self, node_id: int) -> Path:
+        return self.workdir / f"node-{node_id}"
+
+    def log_path(self, node_id: int) -> Path:
+        return self.node_dir(node_id) / "broker.log"
+
+    def _classpath(self) -> str:
+        return f"{self.libs}/*"
+
+    def prepare(self, spec: ClusterSpec) -> None:
+        """Write each node's properties and format its storage (all nodes in parallel)."""
+        formatters = []
+        for node in spec.nodes:
+            ndir = self.node_dir(node.node_id)
+            ndir.mkdir(parents=True, exist_ok=True)
+            props = server_properties(spec, node, str(ndir / "data"))
+            (ndir / "server.properties").write_text(render(props))
+            out = open(ndir / "format.log", "w")  # noqa: SIM115 - closed below
+            formatters.append((node.node_id, out, subprocess.Popen(
+                [self.java, *self.tool_opts, "-cp", self._classpath(),
+                 f"-Dlog4j2.configurationFile={dist.log4j_config()}",
+                 "kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
+                 "-c", str(ndir / "server.properties"), "--ignore-formatted"],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)))
+        for node_id, out, proc in formatters:
+            code = proc.wait(timeout=120)
+            out.close()
+            if code != 0:
+                log = self.node_dir(node_id) / "format.log"
+                raise BrokerExited(f"formatting the storage of node {node_id} failed "
+                                   f"(exit code {code})", log=log, log_tail=tail(log))
+
+    def launch(self, node_id: int) -> None:
+        ndir = self.node_dir(node_id)
+        log = open(self.log_path(node_id), "a")  # noqa: SIM115 - the child keeps it
+        log.write(f"\n===== deliverylab: starting node {node_id} at {time.ctime()} =====\n")
+        log.flush()
+        proc = subprocess.Popen(
+            [self.java, *self.broker_opts, f"-Dlog4j2.configurationFile={dist.log4j_config()}",
+             "-cp", self._classpath(), "kafka.Kafka", str(ndir / "server.properties")],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C in the notebook must not reach the brokers
+        )
+        log.close()
+        self.procs[node_id] = proc
+        self.on_launch(proc.pid)
+
+    def pid(self, node_id: int) -> int | None:
+        proc = self.procs.get(node_id)
+        return proc.pid if proc is not None else None
+
+    def signal(self, node_id: int, action: str) -> None:
+        proc = self.procs.get(node_id)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, SIGNALS[action])
+        except ProcessLookupError:
+            pass
+
+    def wait_stopped(self, node_id: int, stopped: bool, timeout: float = 5.0) -> bool:
+        """Wait until the kernel reports the process (all its threads) stopped or running.
+
+        SIGSTOP is delivered asynchronously; a JVM with dozens of threads takes a moment,
+        and a fault is only "applied" once the broker really stands still.
+        """
+        proc = self.procs.get(node_id)
+        if proc is None:
+            return False
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                state = psutil.Process(proc.pid).status()
+            except psutil.NoSuchProcess:
+                return False
+            if (state == psutil.STATUS_STOPPED) == stopped:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def exit_code(self, node_id: int) -> int | None:
+        """None while the process exists (running or paused)."""
+        proc = self.procs.get(node_id)
+        return None if proc is None else proc.poll()
+
+    def wait_exit(self, node_id: int, timeout: float) -> bool:
+        proc = self.procs.get(node_id)
+        if proc is None:
+            return True
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def close(self) -> None:
+        for node_id in list(self.procs):
+            self.signal(node_id, "kill")
+        for node_id in list(self.procs):
+            self.wait_exit(node_id, 10)
+        self.procs.clear()
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """Last ``lines`` lines of a log, or an empty string if it does not exist yet."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def start_reaper() -> subprocess.Popen:
+    """Start the watchdog that outlives us (see :mod:`.reaper`)."""
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("reaper.py"))],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        text=True, start_new_session=True, close_fds=True,
+    )

@@ -1,0 +1,95 @@
+"""The broker configuration, generated once for every backend.
+
+Three listeners per node, so that faults can be aimed at clients only:
+
+* ``CLIENT``   — what producers, consumers and admin clients use. It may *advertise*
+  another address (the fault proxy's), so every client byte passes through the proxy.
+* ``INTERNAL`` — replication between brokers; never proxied.
+* ``CONTROLLER`` — the KRaft quorum; never proxied.
+
+Always ``127.0.0.1``, never ``localhost``: the latter may resolve to ``::1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    """Ports of one node. ``advertised`` equals ``client`` unless a proxy stands in front."""
+
+    node_id: int
+    client: int
+    internal: int
+    controller: int
+    advertised: int
+    host: str = "127.0.0.1"
+    advertised_host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What every broker of one cluster agrees on."""
+
+    nodes: tuple[NodePorts, ...]
+    cluster_id: str
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def replication(self) -> int:
+        return min(3, self.size)
+
+
+def voters(spec: ClusterSpec) -> str:
+    return ",".join(f"{n.node_id}@{n.host}:{n.controller}" for n in spec.nodes)
+
+
+def server_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> dict[str, str]:
+    """``server.properties`` of one node as a dict (backends write it their own way)."""
+    rf = spec.replication
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": voters(spec),
+        "listeners": (f"CLIENT://{node.host}:{node.client},INTERNAL://{node.host}:{node.internal},"
+                      f"CONTROLLER://{node.host}:{node.controller}"),
+        "advertised.listeners": (f"CLIENT://{node.advertised_host}:{node.advertised},"
+                                 f"INTERNAL://{node.host}:{node.internal}"),
+        "listener.security.protocol.map": (
+            "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+        "inter.broker.listener.name": "INTERNAL",
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": log_dir,
+        # Internal topics replicated like user topics; small partition counts start fast.
+        "offsets.topic.replication.factor": str(rf),
+        "offsets.topic.num.partitions": "6",
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(min(2, rf)),
+        "transaction.state.log.num.partitions": "6",
+        "default.replication.factor": str(rf),
+        "num.partitions": "3",
+        "group.initial.rebalance.delay.ms": "0",
+        # Notice a dead or paused broker in ~3 s rather than 9 s, so a button press has
+        # a visible effect while the student is still looking.
+        "broker.session.timeout.ms": "3000",
+        "broker.heartbeat.interval.ms": "500",
+        # A 2-core laptop runs three of these: few threads, a small cleaner buffer.
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "num.replica.fetchers": "1",
+        "background.threads": "2",
+        "log.cleaner.threads": "1",
+        "log.cleaner.dedupe.buffer.size": str(4 * 1024 * 1024),
+        "auto.create.topics.enable": "true",
+    }
+    props.update(spec.overrides)
+    return props
+
+
+def render(props: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in props.items())

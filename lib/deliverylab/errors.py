@@ -1,0 +1,53 @@
+"""Errors a student can act on.
+
+Every error the lab raises on purpose derives from ``LabError`` and says, in one line,
+what went wrong and what to do; where a broker is involved the path of its log is kept
+on the exception so a notebook can show it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LabError(RuntimeError):
+    """Base class: the message is meant to be read by a person, not parsed."""
+
+    def __init__(self, message: str, log: Path | None = None, log_tail: str = "") -> None:
+        self.log = log
+        self.log_tail = log_tail
+        text = message
+        if log is not None:
+            text += f" (broker log: {log})"
+        if log_tail:
+            text += "\n--- last lines of the broker log ---\n" + log_tail
+        super().__init__(text)
+
+
+class JavaNotFound(LabError):
+    """No usable Java runtime (missing, or older than Kafka needs)."""
+
+
+class JarsUnavailable(LabError):
+    """The Kafka broker or Spark connector jars could not be found or fetched."""
+
+
+class PortTaken(LabError):
+    """A port the cluster was asked to use is already bound by another process."""
+
+
+class BrokerExited(LabError):
+    """A broker process died while the cluster was starting or was expected to run."""
+
+
+class ClusterNotReady(LabError):
+    """A readiness condition never held within its timeout."""
+
+
+class BadValue(LabError, ValueError):
+    """An argument outside what the lab accepts; the message names both."""
+
+
+def bad_value(name: str, value: object, accepted: str) -> BadValue:
+    """Build the one message shape used for bad input: the value and what is accepted."""
+    return BadValue(f"{name}={value!r} is not accepted; expected {accepted}")
