@@ -1,0 +1,340 @@
+"""The History: every operation the clients attempted, and how it ended.
+
+Clients only *record*; checkers only *judge* (see ``checker.py``). An operation ends in
+one of three outcomes, and the third is the heart of the course:
+
+- ``ok``   -- the client got a positive answer (a send was acknowledged at an offset);
+- ``fail`` -- the client knows the operation did *not* take effect;
+- ``info`` -- indefinite: the client does not know (a timed-out send may well be in the
+  log). A checker must never count an ``info`` send as lost, nor as failed.
+
+The History is append-only and thread-safe because delivery callbacks, consumer loops
+and fault buttons record from different threads. It saves as JSON Lines, one op per
+line, so ``spark.read.json(path)`` and ``pandas.read_json(path, lines=True)`` read it
+without a custom schema.
+
+This module also holds :class:`Read` (one record of the final read-back of a topic, what
+checkers compare the History against) and :func:`classify`, which turns a librdkafka
+error into ``fail`` or ``info``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time as _time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from confluent_kafka import KafkaError, KafkaException
+
+from .errors import bad_value
+from .values import ValueId
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Outcome = Literal["ok", "fail", "info"]
+OUTCOMES: tuple[str, ...] = ("ok", "fail", "info")
+KINDS: tuple[str, ...] = (
+    "send",
+    "poll",
+    "commit",
+    "begin_txn",
+    "commit_txn",
+    "abort_txn",
+    "init_txn",
+    "send_offsets",
+)
+
+
+def parse_value(text: str | ValueId) -> ValueId:
+    """Parse ``"producer:seq"`` (the ``str`` of a :class:`ValueId`) back into a ValueId.
+
+    Splits on the *last* colon so a producer id may itself contain colons.
+    """
+    if isinstance(text, ValueId):
+        return text
+    producer, sep, seq = str(text).rpartition(":")
+    try:
+        if not (sep and producer):
+            raise ValueError
+        return ValueId(producer, int(seq))
+    except ValueError:
+        raise bad_value("value", text, "'producer:seq', e.g. 'producer-0:17'") from None
+
+
+@dataclass(frozen=True)
+class Op:
+    """One attempted operation. Field meanings are the lab's recording contract.
+
+    ``values`` are ValueId strings (``"producer-0:17"``). For a ``send``, ``topic``/
+    ``partition``/``offset`` say where it was acknowledged (one value per send op, so the
+    offset is unambiguous); for a ``poll``, where it was read. ``txn`` ties sends,
+    ``send_offsets`` and ``commit_txn``/``abort_txn`` of one transaction together and must
+    be unique within a History (e.g. ``"producer-0/txn-3"``). ``time`` is seconds since
+    the History started (monotonic clock, so a wall-clock jump cannot reorder ops).
+    """
+
+    process: str
+    kind: str
+    outcome: str
+    time: float
+    values: tuple[str, ...] = ()
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    txn: str | None = None
+    error: str | None = None
+    detail: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise bad_value("kind", self.kind, f"one of {', '.join(KINDS)}")
+        if self.outcome not in OUTCOMES:
+            raise bad_value("outcome", self.outcome, "one of ok, fail, info")
+        if isinstance(self.values, (str, ValueId)):
+            raise bad_value("values", self.values, "a sequence of 'producer:seq' strings")
+        # Normalise (ValueId objects, lists) and validate once, here, so that a
+        # malformed value is caught where it is recorded, not later in a checker.
+        object.__setattr__(self, "values", tuple(str(parse_value(v)) for v in self.values))
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-ready dict (``values`` as a list)."""
+        record = asdict(self)
+        record["values"] = list(self.values)
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Op:
+        """Inverse of :meth:`to_record`; missing optional fields (Spark drops nulls) are None."""
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in record.items() if k in known}
+        kwargs["values"] = tuple(kwargs.get("values") or ())
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Read:
+    """One record of the final read-back of a topic: what checkers compare against.
+
+    ``value`` is the ValueId string, or None for a record that is not a lab value.
+    ``reader`` labels the view it came from (e.g. ``"read_committed"``): the two
+    isolation levels legitimately see different records, so keep them apart.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    value: str | None
+    reader: str = ""
+
+
+class History:
+    """Append-only, thread-safe list of :class:`Op`."""
+
+    def __init__(self, ops: Iterable[Op] = ()) -> None:
+        self._lock = threading.Lock()
+        self._ops: list[Op] = list(ops)
+        self._t0 = _time.monotonic()
+
+    def now(self) -> float:
+        """Seconds since this History was created (monotonic)."""
+        return _time.monotonic() - self._t0
+
+    def append(self, op: Op) -> Op:
+        """Append one op and return it."""
+        if not isinstance(op, Op):
+            raise bad_value("op", op, "an Op")
+        with self._lock:
+            self._ops.append(op)
+        return op
+
+    def record(
+        self,
+        process: str,
+        kind: str,
+        outcome: str,
+        values: Iterable[str | ValueId] = (),
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+        txn: str | None = None,
+        error: object = None,
+        detail: str | None = None,
+        time: float | None = None,
+    ) -> Op:
+        """Build an :class:`Op` stamped with :meth:`now` and append it.
+
+        ``error`` may be a ``KafkaError``, a ``KafkaException``, any exception or a
+        string; it is stored as a short name (``"_MSG_TIMED_OUT"``) via :func:`error_name`.
+        """
+        op = Op(
+            process=process,
+            kind=kind,
+            outcome=outcome,
+            time=self.now() if time is None else time,
+            values=tuple(values),  # type: ignore[arg-type]  # normalised by Op
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            txn=txn,
+            error=None if error is None else error_name(error),
+            detail=detail,
+        )
+        return self.append(op)
+
+    def snapshot(self) -> tuple[Op, ...]:
+        """The ops recorded so far, in append order (a copy: safe while others append)."""
+        with self._lock:
+            return tuple(self._ops)
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self.snapshot())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._ops)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One JSON-ready dict per op."""
+        return [op.to_record() for op in self.snapshot()]
+
+    def save(self, path: str | Path) -> Path:
+        """Write JSON Lines (one op per line), readable by ``spark.read.json``."""
+        path = Path(path)
+        with path.open("w", encoding="utf-8") as out:
+            for record in self.to_records():
+                out.write(json.dumps(record, separators=(",", ":")) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> History:
+        """Read a file written by :meth:`save` (blank lines are skipped)."""
+        with Path(path).open(encoding="utf-8") as src:
+            return cls(Op.from_record(json.loads(line)) for line in src if line.strip())
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The ops as a DataFrame, one row per op (columns even when empty)."""
+        import pandas as pd
+
+        columns = [f.name for f in fields(Op)]
+        return pd.DataFrame.from_records(self.to_records(), columns=columns)
+
+
+# --- classifying client errors -------------------------------------------------------
+
+# Rejected by the broker *before* append (librdkafka's produce error table marks these
+# MSG_NOT_PERSISTED), or refused by the client before anything was sent.
+_DEFINITE_CODES = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.UNKNOWN_PRODUCER_ID,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        KafkaError.INVALID_TXN_STATE,
+        KafkaError._PURGE_QUEUE,
+        KafkaError._QUEUE_FULL,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._INVALID_ARG,
+        KafkaError._STATE,
+        # Fencing: the broker refuses the stale epoch, and the coordinator aborts the
+        # fenced producer's open transaction, so nothing of it can become committed.
+        KafkaError._FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+        KafkaError.PRODUCER_FENCED,
+    }
+)
+
+# The request may have reached the log without the client hearing back (librdkafka marks
+# these MSG_POSSIBLY_PERSISTED). Listed for the reader: unknown codes are "info" anyway.
+_INDEFINITE_CODES = frozenset(
+    {
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        KafkaError._PURGE_INFLIGHT,
+    }
+)
+
+
+def _kafka_error(error: object) -> KafkaError:
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        return error.args[0]
+    if isinstance(error, KafkaError):
+        return error
+    raise bad_value("error", error, "a confluent_kafka KafkaError or KafkaException")
+
+
+def classify(error: KafkaError | KafkaException) -> Literal["fail", "info"]:
+    """Is this error a definite failure (``fail``) or indefinite (``info``)?
+
+    The question is not "can it be retried" but "can the write be in the log?".
+    The rules, in order:
+
+    1. ``txn_requires_abort()`` -> ``fail``. The transaction can only be aborted, so
+       whatever it wrote never becomes visible to ``read_committed``; and a
+       ``commit_transaction`` that raises it did not commit. (Where the records of an
+       aborted transaction *are* visible -- ``read_uncommitted`` -- the checker finds
+       them through the transaction's fate, not through this outcome.)
+    2. A code the broker returns *before* appending (``NOT_ENOUGH_REPLICAS``,
+       ``MSG_SIZE_TOO_LARGE``, ``TOPIC_AUTHORIZATION_FAILED`` ...), a code for a
+       message that never left the client (``_PURGE_QUEUE``, ``_QUEUE_FULL``), or
+       fencing (``_FENCED``, ``INVALID_PRODUCER_EPOCH``, ``PRODUCER_FENCED``) ->
+       ``fail``. These match librdkafka's own produce-error table, which marks them
+       ``MSG_NOT_PERSISTED``.
+    3. Timeouts and broken connections (``_MSG_TIMED_OUT``, ``_TIMED_OUT``,
+       ``REQUEST_TIMED_OUT``, ``_TRANSPORT``, ``NETWORK_EXCEPTION``), a purge of an
+       in-flight request (``_PURGE_INFLIGHT``) and ``NOT_ENOUGH_REPLICAS_AFTER_APPEND``
+       (the leader *did* append; only the replication wait failed) -> ``info``.
+    4. Anything else -> ``info``: we cannot prove it was not written, and calling a
+       written value "failed" would turn a real duplicate into a false "unexpected".
+
+    ``retriable()`` and ``fatal()`` are deliberately *not* used as evidence:
+    ``NOT_ENOUGH_REPLICAS`` is retriable yet certainly not appended, and a fatal
+    idempotence error (sequence desync, ``OUT_OF_ORDER_SEQUENCE_NUMBER``) says the
+    producer is unusable, while librdkafka marks its messages *possibly* persisted.
+
+    Caveat, and a lesson: a definite code describes the *last* attempt. With
+    ``retries`` > 0 an earlier attempt may have been appended with its ack lost; when
+    the retries then run out on, say, ``NOT_ENOUGH_REPLICAS``, the value is in the log
+    though its send says ``fail``. librdkafka tracks this per message
+    (``rd_kafka_message_status``), but confluent-kafka-python does not expose it, so the
+    checker reports such values as ``unexpected`` rather than hiding them.
+    """
+    err = _kafka_error(error)
+    if err.txn_requires_abort():
+        return "fail"
+    code = err.code()
+    if code in _DEFINITE_CODES:
+        return "fail"
+    return "info"  # _INDEFINITE_CODES and every unknown code
+
+
+def outcome_of(error: KafkaError | KafkaException | None) -> Outcome:
+    """``ok`` if there is no error (a delivery callback's ``err is None``), else classify it."""
+    return "ok" if error is None else classify(error)
+
+
+def error_name(error: object) -> str:
+    """Short name for the History: the librdkafka code name, or the exception class."""
+    if isinstance(error, str):
+        return error
+    if isinstance(error, (KafkaError, KafkaException)):
+        try:
+            return _kafka_error(error).name()
+        except ValueError:  # a KafkaException not wrapping a KafkaError
+            pass
+    return type(error).__name__

@@ -1,0 +1,418 @@
+"""Every detector on hand-written histories: it fires on its anomaly, with the right
+count and example, and stays silent on a clean history."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deliverylab import checker
+from deliverylab.checker import (
+    ABORTED_READS,
+    DUPLICATES,
+    LOST,
+    PIPELINE_EXTRA,
+    PIPELINE_MISSING,
+    REORDERED,
+    UNEXPECTED,
+    UNSEEN,
+    aborted_reads,
+    check,
+    duplicates,
+    lost,
+    pipeline_exactly_once,
+    reads_from_records,
+    reordered,
+    txn_fates,
+    unexpected,
+    unseen,
+)
+from deliverylab.errors import BadValue
+from deliverylab.history import Op, Read
+from deliverylab.values import encode
+
+
+def send(value, outcome="ok", *, offset=None, topic="t", partition=0, txn=None, proc="producer-0"):
+    return Op(proc, "send", outcome, 0.0, (value,), topic, partition, offset, txn)
+
+
+def txn_op(kind, txn, outcome="ok", proc="producer-0"):
+    return Op(proc, kind, outcome, 0.0, txn=txn)
+
+
+def read(value, offset, *, topic="t", partition=0, reader="read_committed"):
+    return Read(topic, partition, offset, value, reader)
+
+
+def clean():
+    history = [send(f"producer-0:{i}", offset=i) for i in range(3)]
+    reads = [read(f"producer-0:{i}", i) for i in range(3)]
+    return history, reads
+
+
+def test_clean_history_is_silent_everywhere():
+    history, reads = clean()
+    assert lost(history, reads) == []
+    assert unseen(history, reads) == []
+    assert duplicates(reads) == []
+    assert aborted_reads(history, reads) == []
+    assert reordered(reads) == []
+    assert unexpected(history, reads) == []
+    result = check(history, reads)
+    assert result.valid
+    assert set(result.counts.values()) == {0}
+    assert "No anomaly found" in result.summary()
+    assert "valid" in result.summary()
+
+
+# --- lost / unseen -------------------------------------------------------------------
+
+
+def test_lost_fires_on_an_acknowledged_value_never_read():
+    history, reads = clean()
+    history.append(send("producer-0:3", offset=3))
+    (finding,) = lost(history, reads)
+    assert finding["value"] == "producer-0:3"
+    assert (finding["topic"], finding["partition"], finding["offset"]) == ("t", 0, 3)
+    result = check(history, reads)
+    assert result.counts[LOST] == 1 and not result.valid
+    assert result.examples[LOST][0]["value"] == "producer-0:3"
+
+
+def test_lost_ignores_failed_and_indefinite_sends():
+    history, reads = clean()
+    history += [send("producer-0:3", "fail"), send("producer-0:4", "info")]
+    assert lost(history, reads) == []
+
+
+def test_lost_is_per_topic():
+    # The value was acked in topic "t" but only read in "other".
+    history = [send("producer-0:0", offset=0)]
+    assert len(lost(history, [read("producer-0:0", 0, topic="other")])) == 1
+
+
+def test_a_value_resent_after_a_timeout_counts_as_acknowledged():
+    history = [send("producer-0:0", "info"), send("producer-0:0", "ok", offset=5)]
+    assert len(lost(history, [])) == 1
+    assert unseen(history, []) == []
+
+
+def test_unseen_reports_indefinite_sends_but_does_not_invalidate():
+    history, reads = clean()
+    history.append(send("producer-0:3", "info"))
+    (finding,) = unseen(history, reads)
+    assert finding["value"] == "producer-0:3"
+    result = check(history, reads)
+    assert result.counts[UNSEEN] == 1
+    assert result.valid
+    assert "information, not an error" in result.summary()
+
+
+def test_an_indefinite_send_that_was_written_is_neither_lost_nor_unseen():
+    history = [send("producer-0:0", "info")]
+    reads = [read("producer-0:0", 0)]
+    assert lost(history, reads) == [] and unseen(history, reads) == []
+
+
+# --- duplicates ----------------------------------------------------------------------
+
+
+def test_duplicates_fire_with_every_copy_offset():
+    history, reads = clean()
+    reads.append(read("producer-0:1", 3))
+    (finding,) = duplicates(reads)
+    assert finding == {
+        "value": "producer-0:1",
+        "topic": "t",
+        "copies": 2,
+        "offsets": [[0, 1], [0, 3]],
+    }
+    assert check(history, reads).counts[DUPLICATES] == 1
+
+
+def test_same_record_seen_twice_or_in_two_topics_is_not_a_duplicate():
+    reads = [
+        read("producer-0:0", 0, reader="read_committed"),
+        read("producer-0:0", 0, reader="read_uncommitted"),  # same record, other view
+        read("producer-0:0", 5, topic="out"),  # a pipeline's copy in its output topic
+    ]
+    assert duplicates(reads) == []
+
+
+# --- transactions --------------------------------------------------------------------
+
+
+def test_txn_fates():
+    history = [
+        txn_op("commit_txn", "a"),
+        txn_op("abort_txn", "b"),
+        txn_op("commit_txn", "c", "info"),
+        send("producer-0:0", txn="d"),  # never committed: the producer crashed
+        txn_op("commit_txn", "e", "fail"),
+        txn_op("commit_txn", "f", "info"),
+        txn_op("commit_txn", "f", "ok"),  # retried commit succeeded
+    ]
+    assert txn_fates(history) == {
+        "a": "committed",
+        "b": "aborted",
+        "c": "unknown",
+        "d": "aborted",
+        "e": "aborted",
+        "f": "committed",
+    }
+
+
+def txn_history():
+    """txn-1 aborted (value 0 at offset 0), txn-2 committed (value 1 at offset 2)."""
+    return [
+        send("producer-0:0", offset=0, txn="producer-0/txn-1"),
+        txn_op("abort_txn", "producer-0/txn-1"),
+        send("producer-0:1", offset=2, txn="producer-0/txn-2"),
+        txn_op("commit_txn", "producer-0/txn-2"),
+    ]
+
+
+def test_aborted_reads_fire_on_read_uncommitted_view():
+    history = txn_history()
+    uncommitted = [read("producer-0:0", 0, reader="read_uncommitted"), read("producer-0:1", 2)]
+    (finding,) = aborted_reads(history, uncommitted)
+    assert finding == {
+        "value": "producer-0:0",
+        "topic": "t",
+        "partition": 0,
+        "offset": 0,
+        "txn": "producer-0/txn-1",
+    }
+    result = check(history, uncommitted)
+    assert result.counts[ABORTED_READS] == 1 and not result.valid
+
+
+def test_read_committed_view_of_transactions_is_clean():
+    history = txn_history()
+    committed = [read("producer-0:1", 2)]
+    assert aborted_reads(history, committed) == []
+    assert lost(history, committed) == []  # the aborted value was never owed
+    assert check(history, committed).valid
+
+
+def test_committed_transaction_value_missing_is_lost():
+    history = txn_history()
+    assert [f["value"] for f in lost(history, [])] == ["producer-0:1"]
+
+
+def test_uncommitted_transaction_counts_as_aborted():
+    history = [send("producer-0:0", offset=0, txn="producer-0/txn-1")]  # no commit op
+    assert len(aborted_reads(history, [read("producer-0:0", 0)])) == 1
+
+
+def test_commit_outcome_unknown_is_neither_aborted_nor_lost():
+    history = [
+        send("producer-0:0", offset=0, txn="x"),
+        txn_op("commit_txn", "x", "info"),
+    ]
+    assert aborted_reads(history, [read("producer-0:0", 0)]) == []
+    assert lost(history, []) == []
+    assert [f["value"] for f in unseen(history, [])] == ["producer-0:0"]
+
+
+def test_aborted_reads_tie_records_to_sends_by_offset():
+    # A pipeline redid an aborted transaction: the same value at offset 4 (aborted)
+    # and at offset 8 (committed). Only the record at offset 4 is an aborted read.
+    history = [
+        send("producer-0:5", offset=4, txn="pipeline-0/txn-1", proc="pipeline-0"),
+        txn_op("abort_txn", "pipeline-0/txn-1", proc="pipeline-0"),
+        send("producer-0:5", offset=8, txn="pipeline-0/txn-2", proc="pipeline-0"),
+        txn_op("commit_txn", "pipeline-0/txn-2", proc="pipeline-0"),
+    ]
+    assert [f["offset"] for f in aborted_reads(history, [read("producer-0:5", 4)])] == [4]
+    assert aborted_reads(history, [read("producer-0:5", 8)]) == []
+
+
+# --- reordered -----------------------------------------------------------------------
+
+
+def test_reordered_fires_when_an_earlier_send_lands_later():
+    reads = [read("producer-0:0", 0), read("producer-0:2", 1), read("producer-0:1", 2)]
+    (finding,) = reordered(reads)
+    assert finding == {
+        "value": "producer-0:1",
+        "topic": "t",
+        "partition": 0,
+        "offset": 2,
+        "after": "producer-0:2",
+        "after_offset": 1,
+    }
+    assert check([], reads).counts[REORDERED] == 1
+
+
+def test_reordered_counts_each_late_value_once():
+    reads = [read(f"producer-0:{s}", o) for o, s in enumerate([3, 0, 1, 2, 4])]
+    assert [f["value"] for f in reordered(reads)] == [
+        "producer-0:0",
+        "producer-0:1",
+        "producer-0:2",
+    ]
+
+
+def test_reordered_ignores_duplicates_and_other_producers_and_partitions():
+    reads = [
+        read("producer-0:0", 0),
+        read("producer-1:5", 1),
+        read("producer-0:1", 2),
+        read("producer-0:0", 3),  # a retried copy: a duplicate, not a reordering
+        read("producer-1:6", 4),
+        read("producer-0:9", 0, partition=1),  # other partition, judged on its own
+        read("producer-0:2", 1, partition=1),  # ... where this one *is* reordered
+    ]
+    assert [(f["partition"], f["value"]) for f in reordered(reads)] == [(1, "producer-0:2")]
+
+
+# --- unexpected ----------------------------------------------------------------------
+
+
+def test_unexpected_fires_on_failed_send_found_in_log_and_on_unrecorded_values():
+    history = [send("producer-0:0", "fail"), send("producer-0:1", offset=1)]
+    reads = [
+        read("producer-0:0", 0),
+        read("producer-0:1", 1),
+        read("producer-7:0", 2),  # no send of it anywhere
+        read(None, 3),  # not a lab value: ignored
+        read("producer-9:0", 0, topic="unrelated"),  # a topic the history never wrote
+    ]
+    found = unexpected(history, reads)
+    assert [(f["value"], f["why"]) for f in found] == [
+        ("producer-0:0", "every send failed"),
+        ("producer-7:0", "never sent"),
+    ]
+    assert check(history, reads).counts[UNEXPECTED] == 2
+
+
+def test_failed_then_acked_resend_is_not_unexpected():
+    history = [send("producer-0:0", "fail"), send("producer-0:0", offset=0)]
+    assert unexpected(history, [read("producer-0:0", 0)]) == []
+
+
+# --- pipeline ------------------------------------------------------------------------
+
+
+def pipeline_reads(out_values):
+    inputs = [read(f"producer-0:{i}", i, topic="in") for i in range(3)]
+    outputs = [read(v, o, topic="out") for o, v in enumerate(out_values)]
+    return inputs, outputs
+
+
+def test_pipeline_exactly_once_reports_missing_and_extra():
+    inputs, outputs = pipeline_reads(["producer-0:0", "producer-0:2", "producer-0:2"])
+    missing, extra = pipeline_exactly_once(inputs, outputs)
+    assert missing == [{"value": "producer-0:1", "input_records": 1, "output_records": 0}]
+    assert extra == [{"value": "producer-0:2", "input_records": 1, "output_records": 2}]
+
+
+def test_pipeline_clean_and_input_duplicates_are_matched_by_count():
+    inputs, outputs = pipeline_reads([f"producer-0:{i}" for i in range(3)])
+    assert pipeline_exactly_once(inputs, outputs) == ([], [])
+    # An input duplicate legitimately yields two output records.
+    inputs.append(read("producer-0:1", 3, topic="in"))
+    outputs.append(read("producer-0:1", 3, topic="out"))
+    assert pipeline_exactly_once(inputs, outputs) == ([], [])
+
+
+def test_pipeline_missing_counts_records_not_just_values():
+    # producer-0:1 is in the input twice but in the output once: one record was dropped.
+    inputs, outputs = pipeline_reads([f"producer-0:{i}" for i in range(3)])
+    inputs.append(read("producer-0:1", 3, topic="in"))
+    missing, extra = pipeline_exactly_once(inputs, outputs)
+    assert missing == [{"value": "producer-0:1", "input_records": 2, "output_records": 1}]
+    assert extra == []
+
+
+def test_check_runs_pipeline_only_when_asked():
+    inputs, outputs = pipeline_reads(["producer-0:0", "producer-0:2", "producer-0:2"])
+    without = check([], inputs + outputs)
+    assert PIPELINE_MISSING not in without.counts
+    result = check([], inputs + outputs, pipeline=("in", "out"))
+    assert result.counts[PIPELINE_MISSING] == 1
+    assert result.counts[PIPELINE_EXTRA] == 1
+    # producer-0:2 twice in "out" is also a plain duplicate in that topic.
+    assert result.violations() == [DUPLICATES, PIPELINE_MISSING, PIPELINE_EXTRA]
+
+
+# --- check / Result ------------------------------------------------------------------
+
+
+def test_allowed_anomalies_keep_the_result_valid():
+    history, reads = clean()
+    reads.append(read("producer-0:1", 3))
+    allowed = check(history, reads, allowed={DUPLICATES})
+    assert allowed.valid and allowed.violations() == []
+    assert "allowed in this mode" in allowed.summary()
+    forbidden = check(history, reads)
+    assert not forbidden.valid and forbidden.violations() == [DUPLICATES]
+    assert "INVALID (duplicates)" in forbidden.summary()
+    assert "NOT allowed" in forbidden.summary()
+
+
+def test_check_rejects_unknown_anomaly_names():
+    with pytest.raises(BadValue, match="allowed="):
+        check([], [], allowed={"dupes"})
+
+
+def test_examples_are_capped_and_counts_are_not():
+    history = [send(f"producer-0:{i}", offset=i) for i in range(8)]
+    result = check(history, [])
+    assert result.counts[LOST] == 8
+    assert len(result.examples[LOST]) == checker.EXAMPLES == 5
+    assert "8 acknowledged values were never read" in result.summary()
+
+
+def test_summary_stats_and_to_dict_are_json_ready():
+    history, reads = clean()
+    history += [send("producer-0:3", "info"), send("producer-0:4", "fail")]
+    result = check(history, reads)
+    assert result.stats == {
+        "values_sent": 5,
+        "acknowledged": 3,
+        "indefinite": 1,
+        "failed": 1,
+        "records_read": 3,
+    }
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["valid"] is True
+    assert data["counts"][UNSEEN] == 1
+    assert data["summary"].startswith("5 values were sent (3 acknowledged, 1 indefinite")
+
+
+# --- reads_from_records --------------------------------------------------------------
+
+
+class FakeRow:
+    """Stands in for pyspark.sql.Row: only asDict() is used."""
+
+    def __init__(self, **kw):
+        self._kw = kw
+
+    def asDict(self):  # noqa: N802 (Spark's name)
+        return self._kw
+
+
+def test_reads_from_records_accepts_the_shapes_a_reader_hands_back():
+    reads = reads_from_records(
+        [
+            {"topic": "t", "partition": 0, "offset": 0, "value": "producer-0:0"},
+            {"topic": "t", "partition": 0, "offset": 1, "value": encode("producer-0", 1, 8)},
+            {"topic": "t", "partition": 0, "offset": 2, "producer": "producer-0", "seq": 2},
+            {"topic": "t", "partition": 0, "offset": 3, "value": b"not a lab value"},
+            FakeRow(topic="t", partition=1, offset=4, value="producer-1:0", isolation="ru"),
+        ],
+        reader="read_committed",
+    )
+    assert [r.value for r in reads] == [
+        "producer-0:0",
+        "producer-0:1",
+        "producer-0:2",
+        None,
+        "producer-1:0",
+    ]
+    assert [r.reader for r in reads] == ["read_committed"] * 4 + ["ru"]
+    assert reads[4] == Read("t", 1, 4, "producer-1:0", "ru")

@@ -1,0 +1,199 @@
+"""History, Op, Read and classify(): recording, persistence, and error classification.
+
+classify() is tested on real confluent_kafka KafkaError objects, built in-process: an
+error object needs no cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from deliverylab.errors import BadValue
+from deliverylab.history import (
+    History,
+    Op,
+    classify,
+    error_name,
+    outcome_of,
+    parse_value,
+)
+from deliverylab.values import ValueId
+
+# --- Op ------------------------------------------------------------------------------
+
+
+def test_op_normalises_values_to_strings():
+    op = Op("producer-0", "send", "ok", 0.5, values=[ValueId("producer-0", 3), "producer-0:4"])
+    assert op.values == ("producer-0:3", "producer-0:4")
+
+
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [
+        ("kind", {"kind": "produce"}),
+        ("outcome", {"outcome": "timeout"}),
+        ("value", {"values": ("no-seq-here",)}),
+        ("values", {"values": "producer-0:1"}),  # a bare string, not a sequence
+    ],
+)
+def test_op_rejects_bad_input_naming_the_field(field, kwargs):
+    args = {"process": "producer-0", "kind": "send", "outcome": "ok", "time": 0.0} | kwargs
+    with pytest.raises(BadValue, match=rf"^{field}="):
+        Op(**args)
+
+
+def test_parse_value_splits_on_last_colon():
+    assert parse_value("a:b:12") == ValueId("a:b", 12)
+    with pytest.raises(BadValue):
+        parse_value(":3")
+
+
+# --- History -------------------------------------------------------------------------
+
+
+def test_record_stamps_increasing_times_and_names_errors():
+    h = History()
+    first = h.record("producer-0", "send", "ok", ["producer-0:0"], topic="t", offset=0)
+    second = h.record(
+        "producer-0", "send", "info", ["producer-0:1"], error=KafkaError(KafkaError._MSG_TIMED_OUT)
+    )
+    assert 0.0 <= first.time <= second.time
+    assert second.error == "_MSG_TIMED_OUT"
+    assert list(h) == [first, second]
+    assert len(h) == 2
+
+
+def test_save_load_round_trip(tmp_path):
+    h = History()
+    h.record("producer-0", "send", "ok", ["producer-0:0"], topic="t", partition=1, offset=7)
+    h.record("producer-0", "send", "info", ["producer-0:1"], topic="t", error="_MSG_TIMED_OUT")
+    h.record("pipeline-0", "commit_txn", "fail", txn="pipeline-0/txn-2", detail="fenced")
+    path = h.save(tmp_path / "history.jsonl")
+
+    lines = path.read_text().splitlines()
+    assert len(lines) == 3  # one JSON object per line: what spark.read.json expects
+    assert json.loads(lines[0])["values"] == ["producer-0:0"]
+    assert list(History.load(path)) == list(h)
+
+
+def test_load_accepts_records_without_null_fields(tmp_path):
+    # Spark's write.json drops null columns; loading must fill them back in as None.
+    path = tmp_path / "spark.jsonl"
+    path.write_text('{"process":"consumer-0","kind":"poll","outcome":"ok","time":1.5}\n\n')
+    (op,) = History.load(path)
+    assert op == Op("consumer-0", "poll", "ok", 1.5)
+
+
+def test_to_records_and_pandas():
+    h = History()
+    h.record("producer-0", "send", "ok", ["producer-0:0"], topic="t", offset=3)
+    assert h.to_records()[0]["offset"] == 3
+    df = h.to_pandas()
+    assert list(df["kind"]) == ["send"]
+    assert "txn" in df.columns
+    assert list(History().to_pandas().columns) == list(df.columns)
+
+
+def test_append_is_thread_safe():
+    h = History()
+    threads, per_thread = 8, 500
+    start = threading.Barrier(threads + 1)
+
+    def writer(n: int) -> None:
+        start.wait()
+        for seq in range(per_thread):
+            h.record(f"producer-{n}", "send", "ok", [f"producer-{n}:{seq}"])
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    start.wait()
+    while any(w.is_alive() for w in workers):
+        list(h)  # iterating while others append must not fail
+    for w in workers:
+        w.join()
+
+    assert len(h) == threads * per_thread
+    values = {v for op in h for v in op.values}
+    assert len(values) == threads * per_thread
+    # Each thread's ops stay in its own order.
+    seqs = [parse_value(op.values[0]).seq for op in h if op.process == "producer-3"]
+    assert seqs == list(range(per_thread))
+
+
+def test_append_rejects_non_ops():
+    with pytest.raises(BadValue):
+        History().append({"kind": "send"})  # type: ignore[arg-type]
+
+
+# --- classify ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        KafkaError._PURGE_INFLIGHT,
+    ],
+)
+def test_maybe_written_errors_are_info(code):
+    assert classify(KafkaError(code)) == "info"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError._FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError._PURGE_QUEUE,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+    ],
+)
+def test_never_written_errors_are_fail(code):
+    assert classify(KafkaError(code)) == "fail"
+
+
+def test_unknown_errors_default_to_info():
+    assert classify(KafkaError(KafkaError.UNKNOWN)) == "info"
+    assert classify(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER)) == "info"
+
+
+def test_flags_retriable_and_fatal_do_not_decide():
+    # retriable says "try again", not "was not written"; fatal says "producer unusable".
+    assert classify(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, retriable=True)) == "fail"
+    assert classify(KafkaError(KafkaError._MSG_TIMED_OUT, retriable=True)) == "info"
+    fatal = KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, fatal=True)
+    assert fatal.fatal() and classify(fatal) == "info"
+
+
+def test_abortable_transaction_error_is_fail_even_for_a_timeout():
+    # A commit_transaction that says "abort the transaction" did not commit.
+    err = KafkaError(KafkaError._MSG_TIMED_OUT, txn_requires_abort=True)
+    assert classify(err) == "fail"
+
+
+def test_classify_unwraps_kafka_exception_and_rejects_other_objects():
+    assert classify(KafkaException(KafkaError(KafkaError._FENCED, fatal=True))) == "fail"
+    assert classify(KafkaException(KafkaError(KafkaError._TIMED_OUT))) == "info"
+    with pytest.raises(BadValue):
+        classify(TimeoutError("not a kafka error"))  # type: ignore[arg-type]
+
+
+def test_outcome_of_and_error_name():
+    assert outcome_of(None) == "ok"
+    assert outcome_of(KafkaError(KafkaError._MSG_TIMED_OUT)) == "info"
+    assert outcome_of(KafkaError(KafkaError._PURGE_QUEUE)) == "fail"
+    assert error_name(KafkaException(KafkaError(KafkaError.PRODUCER_FENCED))) == "PRODUCER_FENCED"
+    assert error_name(BufferError("queue full")) == "BufferError"
