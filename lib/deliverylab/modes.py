@@ -1,0 +1,125 @@
+"""The four delivery modes, as plain configuration a student can read and change.
+
+A mode is nothing but client settings plus a consumer commit strategy, and the list of
+anomalies the mode *allows*: the Checker judges a run against that list, so "valid"
+always means "what this mode promises held", never "nothing odd happened".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import checker as C
+from .errors import bad_value
+
+COMMIT_STRATEGIES = ("before", "after", "transaction")
+
+
+@dataclass(frozen=True)
+class DeliveryMode:
+    """One delivery guarantee, end to end.
+
+    Attributes:
+        name: e.g. ``"AT_LEAST_ONCE"``.
+        producer: librdkafka producer settings (dotted names, as in Kafka's docs).
+        consumer: librdkafka consumer settings for the processing stage.
+        commit: when the processing stage commits its input offsets: ``"before"``
+            processing (at-most-once), ``"after"`` (at-least-once) or inside the output
+            ``"transaction"`` (exactly-once).
+        allowed: anomalies this mode permits (names from :mod:`deliverylab.checker`).
+        claim: one sentence, shown in chapters and the matrix.
+    """
+
+    name: str
+    producer: dict[str, Any]
+    consumer: dict[str, Any]
+    commit: str
+    allowed: frozenset[str]
+    claim: str
+    txn_size: int = 10  # values per transaction, transactional modes only
+
+    def __post_init__(self) -> None:
+        if self.commit not in COMMIT_STRATEGIES:
+            raise bad_value("commit", self.commit, " or ".join(COMMIT_STRATEGIES))
+
+    @property
+    def transactional(self) -> bool:
+        return self.commit == "transaction"
+
+    def with_producer(self, **settings: Any) -> DeliveryMode:
+        """A copy with some producer settings changed: ``with_producer(acks="all")``."""
+        return replace(self, producer={**self.producer, **_dotted(settings)})
+
+    def with_consumer(self, **settings: Any) -> DeliveryMode:
+        return replace(self, consumer={**self.consumer, **_dotted(settings)})
+
+
+def _dotted(settings: dict[str, Any]) -> dict[str, Any]:
+    """Let Python keywords stand for Kafka's dotted names: request_timeout_ms=..."""
+    return {k.replace("_", "."): v for k, v in settings.items()}
+
+
+# A consumer that notices a dead group member fast enough for a class to watch.
+_CONSUMER = {
+    "auto.offset.reset": "earliest",
+    "enable.auto.commit": False,
+    "session.timeout.ms": 6000,
+    "heartbeat.interval.ms": 1000,
+    "max.poll.interval.ms": 10000,
+}
+
+AT_MOST_ONCE = DeliveryMode(
+    name="AT_MOST_ONCE",
+    # The leader alone acknowledges, and nothing is ever sent twice.
+    producer={"acks": "1", "retries": 0, "enable.idempotence": False},
+    consumer={**_CONSUMER, "isolation.level": "read_uncommitted"},
+    commit="before",
+    allowed=frozenset({C.LOST, C.PIPELINE_MISSING}),
+    claim="Nothing is delivered twice, but acknowledged messages may be lost.",
+)
+
+AT_LEAST_ONCE = DeliveryMode(
+    name="AT_LEAST_ONCE",
+    # All in-sync replicas acknowledge, and the client retries until they do.
+    producer={"acks": "all", "enable.idempotence": False, "retries": 2147483647,
+              "max.in.flight.requests.per.connection": 5},
+    consumer={**_CONSUMER, "isolation.level": "read_uncommitted"},
+    commit="after",
+    allowed=frozenset({C.DUPLICATES, C.PIPELINE_EXTRA, C.REORDERED, C.UNEXPECTED}),
+    claim="Nothing acknowledged is lost, but retries and re-processing make duplicates.",
+)
+
+IDEMPOTENT = DeliveryMode(
+    name="IDEMPOTENT",
+    # The broker drops a retried batch it already has (producer id + sequence number).
+    producer={"acks": "all", "enable.idempotence": True},
+    consumer={**_CONSUMER, "isolation.level": "read_uncommitted"},
+    commit="after",
+    allowed=frozenset({C.PIPELINE_EXTRA}),
+    claim="Producer retries no longer duplicate; a re-processing consumer still can.",
+)
+
+TRANSACTIONAL = DeliveryMode(
+    name="TRANSACTIONAL",
+    # Writes and input offsets commit atomically; readers see only committed data.
+    producer={"acks": "all", "enable.idempotence": True, "transaction.timeout.ms": 30000},
+    consumer={**_CONSUMER, "isolation.level": "read_committed"},
+    commit="transaction",
+    allowed=frozenset(),
+    claim="Each input is reflected in the output exactly once, for read_committed readers.",
+)
+
+MODES: dict[str, DeliveryMode] = {
+    m.name: m for m in (AT_MOST_ONCE, AT_LEAST_ONCE, IDEMPOTENT, TRANSACTIONAL)
+}
+
+
+def mode(name: str | DeliveryMode) -> DeliveryMode:
+    """Look a mode up by name (case-insensitive, ``-`` or ``_``), or pass one through."""
+    if isinstance(name, DeliveryMode):
+        return name
+    key = str(name).upper().replace("-", "_")
+    if key not in MODES:
+        raise bad_value("mode", name, "one of " + ", ".join(MODES))
+    return MODES[key]

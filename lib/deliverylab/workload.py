@@ -1,0 +1,492 @@
+"""Workloads: clients that write unique values in one delivery mode and *record* it.
+
+Clients record, checkers judge. A producer writes ``producer:seq`` values and records
+one ``send`` op per value from its delivery report (ok / fail / info). The processing
+stage (``Pipeline``) reads an input topic and "processes" each value by writing it to an
+output topic, committing its input offsets before, after, or inside the transaction,
+as its mode says; crashing it at a chosen point is how chapters show re-processing and
+loss. The final read-back (:func:`read_back`) is what the Checker compares against.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from . import values as V
+from .clients import config
+from .errors import bad_value
+from .history import History, Read, outcome_of
+from .modes import DeliveryMode
+from .modes import mode as get_mode
+
+#: Where a processing stage can be made to crash.
+CRASH_POINTS = ("after_process_before_commit", "after_commit_before_process",
+                "mid_transaction")
+
+
+def _bootstrap(target: object) -> str:
+    return target if isinstance(target, str) else target.bootstrap_servers
+
+
+@dataclass
+class ProduceReport:
+    """What one producer run did; the History holds the per-value detail."""
+
+    process: str
+    sent: int = 0
+    acked: int = 0
+    failed: int = 0
+    unknown: int = 0
+    transactions_committed: int = 0
+    transactions_aborted: int = 0
+    fenced: bool = False
+    seconds: float = 0.0
+
+
+class ProducerWorkload:
+    """Writes ``count`` unique values to ``topic`` in ``mode``, recording every send.
+
+    Args:
+        target: a Cluster (or anything with ``bootstrap_servers``) or a bootstrap string.
+        topic: where to write.
+        mode: a :class:`DeliveryMode` or its name.
+        history: where ops are recorded (a new one if omitted).
+        process: this producer's id; also the producer part of each value.
+        rate: values per second (None: as fast as the client goes). A steady rate lets a
+            fault scheduled "after N messages" land between values, as in a classroom.
+        transactional_id: for transactional modes (default ``"<process>-txn"``).
+        payload_size: bytes of padding per value (benchmarks use ~1 KB).
+        settings: extra producer settings on top of the mode's.
+    """
+
+    def __init__(self, target: object, topic: str, mode: DeliveryMode | str,
+                 history: History | None = None, process: str = "producer-0",
+                 rate: float | None = None, transactional_id: str | None = None,
+                 payload_size: int = 0, settings: dict | None = None) -> None:
+        self.bootstrap = _bootstrap(target)
+        self.topic = topic
+        self.mode = get_mode(mode)
+        self.history = history if history is not None else History()
+        self.process = process
+        if rate is not None and rate <= 0:
+            raise bad_value("rate", rate, "None or a positive number of values per second")
+        self.rate = rate
+        self.payload_size = payload_size
+        conf = dict(self.mode.producer)
+        if self.mode.transactional:
+            conf["transactional.id"] = transactional_id or f"{process}-txn"
+        conf.update(settings or {})
+        self.conf = conf
+        self.report = ProduceReport(process)
+        self._txn: str | None = None
+        self._txn_count = 0
+        self._pending: dict[V.ValueId, str | None] = {}  # handed over, not yet reported
+
+    def _on_delivery(self, vid: V.ValueId, txn: str | None) -> Callable:
+        def done(err: KafkaError | None, msg) -> None:
+            self._pending.pop(vid, None)
+            outcome = outcome_of(err)
+            counter = {"ok": "acked", "fail": "failed", "info": "unknown"}[outcome]
+            setattr(self.report, counter, getattr(self.report, counter) + 1)
+            ok = err is None
+            self.history.record(self.process, "send", outcome, [vid], topic=self.topic,
+                                partition=msg.partition() if ok else None,
+                                offset=msg.offset() if ok and msg.offset() >= 0 else None,
+                                txn=txn, error=err)
+        return done
+
+    def run(self, count: int, start_seq: int = 0,
+            on_sent: Callable[[int], None] | None = None,
+            crash_after: int | None = None, flush_timeout: float = 60.0) -> ProduceReport:
+        """Send ``count`` values (seq ``start_seq``...), then flush and report.
+
+        ``on_sent(n)`` is called after the n-th value is handed to the client: a fault
+        schedule hooks in here. ``crash_after`` (transactional modes) abandons the
+        producer after that many values, mid-transaction, as a crash would.
+        """
+        if not isinstance(count, int) or count < 0:
+            raise bad_value("count", count, "a whole number >= 0")
+        t0 = time.monotonic()
+        producer = Producer(config(self.bootstrap, **self.conf))
+        try:
+            if self.mode.transactional:
+                self._init(producer)
+            for i in range(count):
+                if self.report.fenced:
+                    break
+                seq = start_seq + i
+                if self.mode.transactional and self._txn is None:
+                    self._begin(producer)
+                vid = V.ValueId(self.process, seq)
+                self._produce(producer, vid)
+                self.report.sent += 1
+                if on_sent is not None:
+                    on_sent(self.report.sent)
+                if crash_after is not None and self.report.sent >= crash_after:
+                    producer.flush(flush_timeout)
+                    return self._finish(t0)  # abandoned: the open transaction stays open
+                if self.mode.transactional and (i + 1) % self.mode.txn_size == 0:
+                    self._commit(producer)
+                if self.rate:
+                    _pace(t0, self.report.sent, self.rate)
+            if self.mode.transactional and self._txn is not None and not self.report.fenced:
+                self._commit(producer)
+            producer.flush(flush_timeout)
+            for vid, txn in list(self._pending.items()):  # never reported: maybe written
+                self.history.record(self.process, "send", "info", [vid], topic=self.topic,
+                                    txn=txn, detail=f"no delivery report after {flush_timeout}s")
+                self.report.unknown += 1
+            self._pending.clear()
+        finally:
+            if not self.mode.transactional:
+                producer.flush(0)
+        return self._finish(t0)
+
+    def _finish(self, t0: float) -> ProduceReport:
+        self.report.seconds = time.monotonic() - t0
+        return self.report
+
+    def _produce(self, producer: Producer, vid: V.ValueId) -> None:
+        self._pending[vid] = self._txn
+        while True:
+            try:
+                producer.produce(self.topic, V.encode(vid.producer, vid.seq, self.payload_size),
+                                 key=V.key(vid.producer),
+                                 on_delivery=self._on_delivery(vid, self._txn))
+                producer.poll(0)
+                return
+            except BufferError:  # local queue full: let deliveries drain, then retry
+                producer.poll(0.1)
+            except KafkaException as exc:
+                if exc.args[0].fatal() or exc.args[0].code() in (
+                        KafkaError._FENCED, KafkaError.PRODUCER_FENCED):
+                    self.report.fenced = True
+                    self.history.record(self.process, "send", "fail", [vid], topic=self.topic,
+                                        txn=self._txn, error=exc)
+                    return
+                raise
+
+    # ------------------------------------------------------------ transactions
+    def _init(self, producer: Producer) -> None:
+        try:
+            producer.init_transactions(30)
+            self.history.record(self.process, "init_txn", "ok",
+                                detail=self.conf["transactional.id"])
+        except KafkaException as exc:
+            self.history.record(self.process, "init_txn", "fail", error=exc)
+            raise
+
+    def _begin(self, producer: Producer) -> None:
+        self._txn_count += 1
+        self._txn = f"{self.process}/txn-{self._txn_count}"
+        producer.begin_transaction()
+        self.history.record(self.process, "begin_txn", "ok", txn=self._txn)
+
+    def _commit(self, producer: Producer) -> None:
+        txn, self._txn = self._txn, None
+        try:
+            producer.commit_transaction(30)
+            self.history.record(self.process, "commit_txn", "ok", txn=txn)
+            self.report.transactions_committed += 1
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.fatal() or err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED):
+                self.report.fenced = True
+                self.history.record(self.process, "commit_txn", "fail", txn=txn, error=exc)
+                return
+            if err.txn_requires_abort():
+                self.history.record(self.process, "commit_txn", "fail", txn=txn, error=exc)
+                producer.abort_transaction(30)
+                self.history.record(self.process, "abort_txn", "ok", txn=txn)
+                self.report.transactions_aborted += 1
+                return
+            self.history.record(self.process, "commit_txn", "info", txn=txn, error=exc)
+
+    def abort(self, producer: Producer) -> None:
+        """Abort the open transaction (chapters use it to show aborted records)."""
+        txn, self._txn = self._txn, None
+        producer.abort_transaction(30)
+        self.history.record(self.process, "abort_txn", "ok", txn=txn)
+        self.report.transactions_aborted += 1
+
+
+def _pace(t0: float, sent: int, rate: float) -> None:
+    wait = t0 + sent / rate - time.monotonic()
+    if wait > 0:
+        time.sleep(wait)
+
+
+@dataclass
+class PipelineReport:
+    """What one processing-stage instance did before it finished or crashed."""
+
+    process: str
+    polled: int = 0
+    processed: int = 0
+    commits: int = 0
+    rejected_commits: int = 0
+    crashed: bool = False
+    fenced: bool = False
+    values: list[str] = field(default_factory=list)
+
+
+class Pipeline:
+    """Consume ``source``, "process" each value by writing it to ``sink``, commit.
+
+    The commit strategy comes from the mode: ``before`` processing, ``after`` it, or
+    inside the output ``transaction`` (``send_offsets_to_transaction``). Several
+    instances share ``group``: run one, crash it, run another, as a restarted service
+    would.
+    """
+
+    def __init__(self, target: object, source: str, sink: str, mode: DeliveryMode | str,
+                 history: History | None = None, group: str = "pipeline",
+                 process: str = "pipeline-0", batch: int = 10,
+                 transactional_id: str | None = None) -> None:
+        self.bootstrap = _bootstrap(target)
+        self.source, self.sink = source, sink
+        self.mode = get_mode(mode)
+        self.history = history if history is not None else History()
+        self.group, self.process, self.batch = group, process, batch
+        # One transactional.id per *input*, shared by every instance: that is what lets
+        # a restarted instance fence its zombie predecessor.
+        self.transactional_id = transactional_id or f"{group}-txn"
+        self.report = PipelineReport(process)
+        self.zombie: Producer | None = None
+
+    def run(self, expected: int | None = None, crash_after: int | None = None,
+            crash_point: str = "after_process_before_commit", stall_after: int | None = None,
+            stall_seconds: float = 0.0, idle_timeout: float = 10.0,
+            on_processed: Callable[[int], None] | None = None) -> PipelineReport:
+        """Process until ``expected`` values are processed (default: until this instance
+        has caught up with the end of its partitions), or ``idle_timeout``, or a crash.
+
+        ``crash_after=k`` crashes at the batch where the k-th value is processed, at
+        ``crash_point``. ``stall_after=k`` sleeps ``stall_seconds`` there instead (past
+        ``max.poll.interval.ms`` the group evicts this instance and another takes over;
+        this one's late commit is then rejected).
+        """
+        if crash_point not in CRASH_POINTS:
+            raise bad_value("crash_point", crash_point, "one of " + ", ".join(CRASH_POINTS))
+        consumer = Consumer(config(self.bootstrap, **{**self.mode.consumer,
+                                                       "group.id": self.group}))
+        pconf = {k: v for k, v in self.mode.producer.items() if k != "retries"} \
+            if self.mode.name == "AT_MOST_ONCE" else dict(self.mode.producer)
+        if self.mode.transactional:
+            pconf["transactional.id"] = self.transactional_id
+        producer = Producer(config(self.bootstrap, **pconf))
+        txn_n = 0
+        if self.mode.transactional:
+            producer.init_transactions(30)
+            self.history.record(self.process, "init_txn", "ok", detail=self.transactional_id)
+        consumer.subscribe([self.source])
+        last_progress = time.monotonic()
+        try:
+            while expected is None or self.report.processed < expected:
+                msgs = [m for m in consumer.consume(self.batch, timeout=0.5) if not m.error()]
+                if not msgs:
+                    if time.monotonic() - last_progress > idle_timeout:
+                        break
+                    if expected is None and _caught_up(consumer):
+                        break
+                    continue
+                last_progress = time.monotonic()
+                vids = [self._record_poll(m) for m in msgs]
+                crash_here = (crash_after is not None
+                              and self.report.processed + len(msgs) >= crash_after)
+                stall_here = (stall_after is not None and self.report.processed < stall_after
+                              <= self.report.processed + len(msgs))
+                offsets = _next_offsets(msgs)
+                if self.mode.commit == "before":
+                    self._commit(consumer, offsets)
+                    if crash_here and crash_point == "after_commit_before_process":
+                        return self._crash(consumer, producer)
+                    self._process(producer, vids, None)
+                elif self.mode.commit == "after":
+                    self._process(producer, vids, None)
+                    if crash_here:
+                        return self._crash(consumer, producer)
+                    if stall_here:
+                        time.sleep(stall_seconds)
+                    self._commit(consumer, offsets)
+                else:
+                    txn_n += 1
+                    txn = f"{self.process}/txn-{txn_n}"
+                    producer.begin_transaction()
+                    self.history.record(self.process, "begin_txn", "ok", txn=txn)
+                    self._process(producer, vids, txn, flush=False)
+                    if crash_here:
+                        producer.flush(10)
+                        return self._crash(consumer, producer)
+                    if not self._commit_txn(producer, consumer, offsets, txn):
+                        break
+                if on_processed is not None:
+                    on_processed(self.report.processed)
+        finally:
+            if not self.report.crashed:
+                consumer.close()
+        return self.report
+
+    def _record_poll(self, msg) -> str:
+        try:
+            vid = str(V.decode(msg.value()))
+        except ValueError:
+            vid = None
+        self.history.record(self.process, "poll", "ok", [vid] if vid else [],
+                            topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
+        self.report.polled += 1
+        return vid
+
+    def _process(self, producer: Producer, vids: list[str | None], txn: str | None,
+                 flush: bool = True) -> None:
+        for vid in vids:
+            if vid is None:
+                continue
+            v = _parse(vid)
+
+            def done(err, msg, vid=vid, txn=txn) -> None:
+                ok = err is None
+                self.history.record(self.process, "send", outcome_of(err), [vid],
+                                    topic=self.sink, partition=msg.partition() if ok else None,
+                                    offset=msg.offset() if ok and msg.offset() >= 0 else None,
+                                    txn=txn, error=err)
+
+            producer.produce(self.sink, V.encode(v.producer, v.seq), key=V.key(v.producer),
+                             on_delivery=done)
+            self.report.processed += 1
+            self.report.values.append(vid)
+        if flush:
+            producer.flush(30)
+        else:
+            producer.poll(0)
+
+    def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            self.history.record(self.process, "commit", "ok", detail=_offsets_text(offsets))
+            self.report.commits += 1
+        except KafkaException as exc:
+            # E.g. evicted from the group after a stall: the new owner has the partitions.
+            self.history.record(self.process, "commit", "fail", error=exc,
+                                detail=_offsets_text(offsets))
+            self.report.rejected_commits += 1
+
+    def _commit_txn(self, producer: Producer, consumer: Consumer,
+                    offsets: list[TopicPartition], txn: str) -> bool:
+        try:
+            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
+            self.history.record(self.process, "send_offsets", "ok", txn=txn,
+                                detail=_offsets_text(offsets))
+            producer.commit_transaction(30)
+            self.history.record(self.process, "commit_txn", "ok", txn=txn)
+            self.report.commits += 1
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            self.history.record(self.process, "commit_txn", "fail", txn=txn, error=exc)
+            if err.txn_requires_abort():
+                producer.abort_transaction(30)
+                self.history.record(self.process, "abort_txn", "ok", txn=txn)
+                return True
+            self.report.fenced = True
+            return False
+
+    def _crash(self, consumer: Consumer, producer: Producer) -> PipelineReport:
+        """Stop as a killed process would: no offset commit, no transaction end.
+
+        The consumer leaves its group at once rather than after ``session.timeout.ms``:
+        a real crash only makes the next instance wait longer, and what matters — the
+        offsets — is the same, since nothing is committed. The producer is kept, with
+        its open transaction, as :attr:`zombie`: a chapter can try to write with it
+        after a new instance has fenced it.
+        """
+        self.report.crashed = True
+        self.history.record(self.process, "commit", "info", detail="crashed before commit")
+        consumer.close()
+        self.zombie = producer
+        return self.report
+
+
+def _caught_up(consumer: Consumer) -> bool:
+    """True once this member owns partitions and its position is at their end.
+
+    librdkafka moves the position past transaction markers and aborted records, so
+    "position == high watermark" holds at the end under both isolation levels (while
+    a transaction is open it does not, and the idle timeout ends the run instead).
+    """
+    assignment = consumer.assignment()
+    if not assignment:
+        return False
+    for tp in consumer.position(assignment):
+        _, high = consumer.get_watermark_offsets(tp, timeout=5, cached=False)
+        if high > 0 and tp.offset < high:
+            return False
+    return True
+
+
+def _parse(vid: str) -> V.ValueId:
+    producer, _, seq = vid.rpartition(":")
+    return V.ValueId(producer, int(seq))
+
+
+def _next_offsets(msgs: Iterable) -> list[TopicPartition]:
+    last: dict[tuple[str, int], int] = {}
+    for m in msgs:
+        last[(m.topic(), m.partition())] = max(last.get((m.topic(), m.partition()), -1),
+                                               m.offset())
+    return [TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())]
+
+
+def _offsets_text(offsets: list[TopicPartition]) -> str:
+    return ",".join(f"{tp.topic}/{tp.partition}@{tp.offset}" for tp in offsets)
+
+
+def read_back(target: object, topics: Iterable[str], isolation: str = "read_committed",
+              timeout: float = 30.0) -> list[Read]:
+    """Drain whole topics, from offset 0 to their end, as the Checker's reads.
+
+    Reads by assignment (no group), up to the end offsets taken at the start, so the
+    result is exactly "what the log holds now" for this isolation level.
+    """
+    if isolation not in ("read_committed", "read_uncommitted"):
+        raise bad_value("isolation", isolation, "'read_committed' or 'read_uncommitted'")
+    bootstrap = _bootstrap(target)
+    consumer = Consumer(config(bootstrap, **{
+        "group.id": f"read-back-{time.monotonic_ns()}", "enable.auto.commit": False,
+        "isolation.level": isolation, "enable.partition.eof": True}))
+    reads: list[Read] = []
+    try:
+        assignment, ends = [], {}
+        for topic in topics:
+            md = consumer.list_topics(topic, timeout=10).topics[topic]
+            for p in md.partitions:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                if high > 0:
+                    assignment.append(TopicPartition(topic, p, 0))
+                    ends[(topic, p)] = high
+        consumer.assign(assignment)
+        done: set[tuple[str, int]] = set()
+        deadline = time.monotonic() + timeout
+        while len(done) < len(ends) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            key = (msg.topic(), msg.partition())
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    done.add(key)
+                continue
+            try:
+                value = str(V.decode(msg.value()))
+            except ValueError:
+                value = None
+            reads.append(Read(msg.topic(), msg.partition(), msg.offset(), value, isolation))
+            if msg.offset() + 1 >= ends[key]:
+                done.add(key)
+    finally:
+        consumer.close()
+    return reads
