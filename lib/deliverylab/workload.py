@@ -85,6 +85,7 @@ class ProducerWorkload:
         self._txn: str | None = None
         self._txn_count = 0
         self._pending: dict[V.ValueId, str | None] = {}  # handed over, not yet reported
+        self._partitions = 1
 
     def _on_delivery(self, vid: V.ValueId, txn: str | None) -> Callable:
         def done(err: KafkaError | None, msg) -> None:
@@ -112,6 +113,8 @@ class ProducerWorkload:
             raise bad_value("count", count, "a whole number >= 0")
         t0 = time.monotonic()
         producer = Producer(config(self.bootstrap, **self.conf))
+        meta = producer.list_topics(self.topic, timeout=30).topics.get(self.topic)
+        self._partitions = max(1, len(meta.partitions)) if meta is not None else 1
         try:
             if self.mode.transactional:
                 self._init(producer)
@@ -154,8 +157,10 @@ class ProducerWorkload:
         self._pending[vid] = self._txn
         while True:
             try:
+                # Values go round-robin over the partitions by sequence number: every
+                # partition gets traffic, deterministically, whatever the key hash does.
                 producer.produce(self.topic, V.encode(vid.producer, vid.seq, self.payload_size),
-                                 key=V.key(vid.producer),
+                                 key=V.key(vid.producer), partition=vid.seq % self._partitions,
                                  on_delivery=self._on_delivery(vid, self._txn))
                 producer.poll(0)
                 return
@@ -295,7 +300,7 @@ class Pipeline:
                         break
                     continue
                 last_progress = time.monotonic()
-                vids = [self._record_poll(m) for m in msgs]
+                vids = [(self._record_poll(m), m.partition()) for m in msgs]
                 crash_here = (crash_after is not None
                               and self.report.processed + len(msgs) >= crash_after)
                 stall_here = (stall_after is not None and self.report.processed < stall_after
@@ -341,9 +346,10 @@ class Pipeline:
         self.report.polled += 1
         return vid
 
-    def _process(self, producer: Producer, vids: list[str | None], txn: str | None,
-                 flush: bool = True) -> None:
-        for vid in vids:
+    def _process(self, producer: Producer, vids: list[tuple[str | None, int]],
+                 txn: str | None, flush: bool = True) -> None:
+        """Write each value to the same partition number of the sink (keeps its order)."""
+        for vid, partition in vids:
             if vid is None:
                 continue
             v = _parse(vid)
@@ -356,7 +362,7 @@ class Pipeline:
                                     txn=txn, error=err)
 
             producer.produce(self.sink, V.encode(v.producer, v.seq), key=V.key(v.producer),
-                             on_delivery=done)
+                             partition=partition, on_delivery=done)
             self.report.processed += 1
             self.report.values.append(vid)
         if flush:
