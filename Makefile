@@ -10,7 +10,7 @@ DEPS   := $(VENV)/.deps-installed
 CACHE  := $(VENV)/.cache-filled
 PYTEST_ARGS ?=
 
-.PHONY: setup lab test lint clean-cache clean
+.PHONY: setup lab test lint matrix clean-cache clean
 
 setup: $(CACHE)
 
@@ -35,6 +35,12 @@ lint: $(DEPS)
 
 test: setup lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The full anomaly matrix (a benchmark: hours on 2 cores); SEEDS/VALUES shrink it.
+SEEDS  ?= 20
+VALUES ?= 10000
+matrix: setup
+	$(BIN)/python -m deliverylab.matrix --seeds $(SEEDS) --values $(VALUES)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
