@@ -27,7 +27,7 @@ def heal(cluster: Cluster) -> None:
 @pytest.fixture(scope="session")
 def cluster3() -> Iterator[Cluster]:
     """One 3-node cluster with fault proxies, shared by the integration tests."""
-    with Cluster.start(brokers=3, proxy=False) as cluster:
+    with Cluster.start(brokers=3, proxy=True) as cluster:
         yield cluster
 
 
