@@ -1,0 +1,239 @@
+"""What the fault proxy costs: producer throughput and latency, direct vs through it.
+
+Run: ``PYTHONPATH=lib python bench/proxy_overhead.py`` (about a minute on a laptop).
+
+One 3-broker cluster with proxies. The same workload -- 1 KB records, ``acks=all``,
+idempotent -- runs against the brokers' own listeners and against the proxies,
+alternating (direct, proxy, direct, proxy) so that a noisy neighbour hurts both alike;
+the best round of each counts. Latency is measured one record at a time (send, wait for
+the ack), so it is the round trip of one Produce, not queueing behind a batch.
+
+Goal: through the proxy >= 70% of direct throughput, < 2 ms added p50.
+
+Honesty check: a "direct" client bootstraps on the brokers' real ports, but Kafka then
+hands it the *advertised* addresses of the listener it came in on. If those are the
+proxies' (a cluster without a separate direct listener), the "direct" run silently goes
+through the proxies too. The bench counts the proxies' Produce requests during the direct
+run; if any moved, it measures direct on a second cluster started without proxies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+
+from confluent_kafka import Producer  # noqa: E402
+
+from deliverylab.clients import config  # noqa: E402
+from deliverylab.cluster import Cluster  # noqa: E402
+
+TOPIC = "bench-proxy"
+
+
+def producer(bootstrap: str, linger_ms: int) -> Producer:
+    return Producer(config(bootstrap, **{
+        "acks": "all", "enable.idempotence": True, "linger.ms": linger_ms,
+        "batch.size": 1_000_000, "compression.type": "none"}))
+
+
+def throughput(bootstrap: str, count: int, size: int) -> float:
+    """Records per second for ``count`` records of ``size`` bytes, first send to last ack."""
+    p = producer(bootstrap, linger_ms=5)
+    p.produce(TOPIC, b"warm-up")
+    p.flush(30)
+    payload = b"x" * size
+    failed = 0
+
+    def report(err, _msg) -> None:
+        nonlocal failed
+        failed += err is not None
+
+    t0 = time.perf_counter()
+    for _ in range(count):
+        while True:
+            try:
+                p.produce(TOPIC, payload, on_delivery=report)
+                break
+            except BufferError:
+                p.poll(0.01)
+        p.poll(0)
+    if p.flush(120) or failed:
+        raise SystemExit(f"{failed} records failed; the bench needs a healthy cluster")
+    return count / (time.perf_counter() - t0)
+
+
+def latencies(bootstrap: str, count: int, size: int) -> list[float]:
+    """Milliseconds from send to ack, one record at a time."""
+    p = producer(bootstrap, linger_ms=0)  # no batching delay: one Produce round trip
+    p.produce(TOPIC, b"warm-up")
+    p.flush(30)
+    payload = b"y" * size
+    out: list[float] = []
+    for _ in range(count):
+        acked: list[float] = []
+        t0 = time.perf_counter()
+        p.produce(TOPIC, payload,
+                  on_delivery=lambda _err, _m, acked=acked: acked.append(time.perf_counter()))
+        while not acked:
+            p.poll(0.05)
+        out.append((acked[0] - t0) * 1000)
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --- the proxy alone, against a minimal fake broker (no Kafka, no cluster noise) ------
+
+
+def _fake_broker() -> tuple[socket.socket, int]:
+    """Answers every request frame with an 8-byte response carrying its correlation id."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve(conn: socket.socket) -> None:
+        head, skip = b"", 0  # bytes of the next frame's first 12; body bytes to skip
+        with conn:
+            while chunk := conn.recv(1 << 20):
+                i, out = 0, []
+                while i < len(chunk):
+                    if skip:
+                        step = min(skip, len(chunk) - i)
+                        skip, i = skip - step, i + step
+                        continue
+                    take = chunk[i:i + 12 - len(head)]
+                    head, i = head + take, i + len(take)
+                    if len(head) == 12:
+                        out.append(struct.pack(">ii", 4, int.from_bytes(head[8:12], "big")))
+                        skip, head = int.from_bytes(head[:4], "big") - 8, b""
+                if out:
+                    conn.sendall(b"".join(out))
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, server.getsockname()[1]
+
+
+def _request(cid: int, payload: bytes) -> bytes:
+    body = struct.pack(">hhih", 0, 7, cid, 0) + struct.pack(">hhi", -1, -1, 30000) + payload
+    return struct.pack(">i", len(body)) + body
+
+
+def _raw_figures(port: int) -> tuple[float, float]:
+    """(MB/s for 200 x 1 MB requests, median round trip in microseconds)."""
+    with socket.create_connection(("127.0.0.1", port)) as conn:
+        big = _request(1, b"x" * 1_000_000)
+        t0 = time.perf_counter()
+        for _ in range(200):
+            conn.sendall(big)
+        got = 0
+        while got < 200 * 8:
+            got += len(conn.recv(1 << 16))
+        rate = 200 * len(big) / (time.perf_counter() - t0) / 1e6
+        small, rtts = _request(2, b""), []
+        for _ in range(2000):
+            t0 = time.perf_counter()
+            conn.sendall(small)
+            conn.recv(64)
+            rtts.append((time.perf_counter() - t0) * 1e6)
+    return rate, statistics.median(rtts)
+
+
+def proxy_alone() -> None:
+    from deliverylab.proxy import Proxy
+
+    server, broker_port = _fake_broker()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        listen = s.getsockname()[1]
+    with Proxy(listen, broker_port, name="bench"):
+        direct = _raw_figures(broker_port)
+        proxied = _raw_figures(listen)
+    server.close()
+    print(f"proxy alone (fake broker, loopback): {proxied[0]:.0f} MB/s through it "
+          f"({direct[0]:.0f} direct); round trip +{proxied[1] - direct[1]:.0f} us "
+          f"({proxied[1]:.0f} vs {direct[1]:.0f})")
+
+
+def produce_requests(cluster: Cluster) -> int:
+    return sum(p.stats()["requests"].get("Produce", 0) for p in cluster.proxies.values())
+
+
+def measure(paths: dict[str, str], args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    rates: dict[str, list[float]] = {name: [] for name in paths}
+    lats: dict[str, list[list[float]]] = {name: [] for name in paths}
+    for _ in range(args.rounds):
+        for name, bootstrap in paths.items():
+            rates[name].append(throughput(bootstrap, args.messages, args.size))
+            lats[name].append(latencies(bootstrap, args.latency_messages, args.size))
+    result = {}
+    for name in paths:
+        best = min(lats[name], key=lambda ls: statistics.median(ls))
+        result[name] = {"rate": max(rates[name]), "p50": percentile(best, 0.5),
+                        "p99": percentile(best, 0.99)}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=50_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--latency-messages", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    t_start = time.monotonic()
+    with Cluster.start(brokers=3, proxy=True) as cluster:
+        cluster.create_topic(TOPIC, partitions=3, replication_factor=3)
+        seen = produce_requests(cluster)
+        throughput(cluster.direct_bootstrap_servers, 2000, args.size)
+        leaked = produce_requests(cluster) - seen
+        if leaked == 0:
+            print("direct path bypasses the proxies: measuring both on one cluster")
+            figures = measure({"direct": cluster.direct_bootstrap_servers,
+                               "proxy": cluster.bootstrap_servers}, args)
+        else:
+            print(f"note: {leaked} produce requests of the 'direct' client went through the "
+                  "proxies (the brokers advertise only the proxy addresses); measuring "
+                  "direct on a second cluster without proxies")
+            figures = measure({"proxy": cluster.bootstrap_servers}, args)
+    if leaked:
+        with Cluster.start(brokers=3, proxy=False) as plain:
+            plain.create_topic(TOPIC, partitions=3, replication_factor=3)
+            figures = {**measure({"direct": plain.bootstrap_servers}, args), **figures}
+
+    mb = args.size / 1e6
+    print(f"\n{args.messages} records x {args.size} B, acks=all, idempotent; latency over "
+          f"{args.latency_messages} sequential sends; best of {args.rounds} rounds")
+    print(f"{'path':8} {'records/s':>10} {'MB/s':>7} {'p50 ms':>8} {'p99 ms':>8}")
+    for name in ("direct", "proxy"):
+        f = figures[name]
+        print(f"{name:8} {f['rate']:10.0f} {f['rate'] * mb:7.1f} {f['p50']:8.2f} {f['p99']:8.2f}")
+    ratio = figures["proxy"]["rate"] / figures["direct"]["rate"]
+    added = figures["proxy"]["p50"] - figures["direct"]["p50"]
+    print(f"\nproxy / direct throughput: {ratio:.0%} (goal >= 70%)   "
+          f"added p50: {added:+.2f} ms (goal < 2 ms)   "
+          f"[{time.monotonic() - t_start:.0f} s]")
+    proxy_alone()
+
+
+if __name__ == "__main__":
+    main()

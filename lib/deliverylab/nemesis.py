@@ -1,0 +1,552 @@
+"""The Nemesis: named faults over a Cluster and its proxies, and Schedules of them.
+
+A fault button in a chapter and a papermill parameter must do *the same thing*, so both
+go through one door: a :class:`Nemesis` method (``nemesis.kill_leader("orders")``) or,
+for names coming from parameters, ``nemesis.apply("kill_leader", topic="orders")``,
+which validates the name and arguments and calls that same method. Every fault leaves a
+:class:`FaultRecord` in ``nemesis.records``, stamped on the History's clock when a
+History is given, so timelines can draw faults beside the operations they disturbed.
+
+A :class:`Schedule` fires faults without a person: at a time offset, after a number of
+messages sent (the workload calls ``schedule.tick(sent)``), or at seeded random points
+(:meth:`Schedule.random`), so a headless run reproduces a classroom run exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from .clients import config
+from .errors import LabError, bad_value
+from .proxy import AckLoss, api_key
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+    from .history import History
+
+#: Every fault a Schedule or a button may name, in the order menus list them.
+FAULTS: tuple[str, ...] = (
+    "lose_ack",
+    "kill_leader",
+    "kill_broker",
+    "pause_broker",
+    "resume_broker",
+    "restart_broker",
+    "partition_client",
+    "delay_client",
+    "heal",
+)
+#: Faults that need a node number; ``Schedule.random`` draws one for them.
+NODE_FAULTS = frozenset({"kill_broker", "pause_broker", "resume_broker", "restart_broker",
+                         "partition_client", "delay_client"})
+
+
+class NemesisError(LabError):
+    """A fault could not be applied (no proxy, no leader...); the message says why."""
+
+
+@dataclass(frozen=True)
+class FaultRecord:
+    """One fault as it happened: what was asked, when, what it did, to which node.
+
+    ``time`` is seconds on the History's clock (the Nemesis's own clock, from its
+    creation, without a History); ``wall`` is Unix time, for logs. ``handle`` is the
+    live object behind a fault that completes later (an :class:`AckLoss` for
+    ``lose_ack``: ``record.handle.wait(10)``); it is not part of :meth:`to_record`.
+    """
+
+    name: str
+    args: dict[str, Any]
+    time: float
+    wall: float
+    did: str
+    node: int | None = None
+    handle: Any = field(default=None, repr=False, compare=False)
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-ready dict (for a DataFrame or a saved run)."""
+        return {"name": self.name, "args": dict(self.args), "time": self.time,
+                "wall": self.wall, "did": self.did, "node": self.node}
+
+
+_ADMINS: weakref.WeakKeyDictionary[Any, AdminClient] = weakref.WeakKeyDictionary()
+
+
+def control_admin(cluster: Cluster, fresh: bool = False) -> AdminClient:
+    """The Nemesis's own admin client, bootstrapped on the brokers' direct ports.
+
+    The Nemesis must not be blinded by its own faults: with a broker's proxy
+    blackholed, a client that talks to that broker through the proxy can wait on it
+    for every metadata request, and "who leads this partition?" never returns. A
+    client's *first* request goes to a bootstrap address (a direct port); later ones
+    may follow the advertised (proxy) addresses of the metadata, so after a timeout
+    :func:`partition_meta` asks again with a ``fresh`` client.
+    """
+    admin = _ADMINS.get(cluster)
+    if admin is None or fresh:
+        admin = AdminClient(config(cluster.direct_bootstrap_servers))
+        _ADMINS[cluster] = admin
+    return admin
+
+
+def partition_meta(cluster: Cluster, topic: str, partition: int = 0) -> Any | None:
+    """The partition's metadata now, or None while it is unknown or unreachable.
+
+    Tolerant on purpose: right after a topic is created, or while brokers are dying,
+    the broker that answers may not know the topic yet; that is "not yet", not an error.
+    """
+    for fresh in (False, True):
+        try:
+            md = control_admin(cluster, fresh).list_topics(topic, timeout=2)
+            break
+        except KafkaException:
+            continue
+    else:
+        return None
+    meta = md.topics.get(topic)
+    if meta is None or meta.error is not None:
+        return None
+    return meta.partitions.get(partition)
+
+
+def wait_leader(cluster: Cluster, topic: str, partition: int = 0,
+                exclude: Iterable[int] = (), timeout: float = 30.0) -> int:
+    """Wait for a leader of ``topic``/``partition`` not in ``exclude``; returns its node."""
+    exclude = tuple(exclude)
+    end = time.monotonic() + timeout
+    while True:
+        meta = partition_meta(cluster, topic, partition)
+        if meta is not None and meta.leader >= 0 and meta.leader not in exclude:
+            return meta.leader
+        if time.monotonic() >= end:
+            not_ = f" other than {list(exclude)}" if exclude else ""
+            raise NemesisError(f"{topic}/{partition} had no leader{not_} within "
+                               f"{timeout:.0f}s (does the topic exist? see cluster.logs(n))")
+        time.sleep(0.1)
+
+
+def _fault_params(name: str) -> inspect.Signature:
+    return inspect.signature(getattr(Nemesis, name))
+
+
+def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Check a fault name and its arguments (as given by a papermill parameter).
+
+    Raises ``BadValue`` naming the accepted faults, or the accepted arguments of that
+    fault. Returns the arguments as a plain dict.
+    """
+    if name not in FAULTS:
+        raise bad_value("fault", name, "one of " + ", ".join(FAULTS))
+    args = dict(args or {})
+    sig = _fault_params(name)
+    params = [p for p in sig.parameters.values() if p.name != "self"]
+    accepted = {p.name for p in params}
+    for key in args:
+        if key not in accepted:
+            raise bad_value(f"{name} argument", key,
+                            "one of " + ", ".join(sorted(accepted)) if accepted
+                            else "no arguments")
+    missing = [p.name for p in params
+               if p.default is inspect.Parameter.empty and p.name not in args]
+    if missing:
+        raise bad_value(f"{name} arguments", args, "values for " + ", ".join(missing))
+    return args
+
+
+class Nemesis:
+    """Named faults over one cluster, each leaving a :class:`FaultRecord`.
+
+    Args:
+        cluster: the running :class:`~deliverylab.cluster.Cluster`.
+        history: stamp records on this History's clock (``history.now()``).
+    """
+
+    FAULTS = FAULTS
+
+    def __init__(self, cluster: Cluster, history: History | None = None) -> None:
+        self.cluster = cluster
+        self.history = history
+        self.records: list[FaultRecord] = []
+        self._t0 = time.monotonic()
+        self._lock = threading.RLock()  # a button and a schedule may fire together
+
+    def now(self) -> float:
+        """Seconds on the records' clock."""
+        if self.history is not None:
+            return self.history.now()
+        return time.monotonic() - self._t0
+
+    def _record(self, name: str, args: dict[str, Any], t: float, wall: float, did: str,
+                node: int | None = None, handle: Any = None) -> FaultRecord:
+        record = FaultRecord(name, args, round(t, 6), wall, did, node, handle)
+        self.records.append(record)
+        return record
+
+    def apply(self, name: str, **args: Any) -> FaultRecord:
+        """Apply a fault given by name: the door for schedules and parameters."""
+        args = validate(name, args)
+        return getattr(self, name)(**args)
+
+    def _proxy(self, node: int, fault: str) -> Any:
+        if not self.cluster.proxies:
+            raise NemesisError(f"{fault} needs the fault proxy: start the cluster with "
+                               "Cluster.start(..., proxy=True)")
+        if node not in self.cluster.proxies:
+            raise bad_value("node", node, "a node number from "
+                            f"{min(self.cluster.proxies)} to {max(self.cluster.proxies)}")
+        return self.cluster.proxies[node]
+
+    # ------------------------------------------------------------------ faults
+    def lose_ack(self, node: int | None = None, count: int = 1, topic: str | None = None,
+                 partition: int = 0, api: str = "Produce",
+                 client_id: str | None = None) -> FaultRecord:
+        """Lose the next ``count`` acks (responses) of ``api``; the broker did the work.
+
+        Aimed at ``node``'s proxy; or, with ``topic``, at the proxy of that partition's
+        leader now; or, with neither, at every proxy sharing one budget (the first
+        ``count`` acks anywhere). ``client_id`` limits it to one client's requests.
+        ``record.handle`` is the :class:`AckLoss`:
+        ``record.handle.wait(10)`` returns once the acks were really dropped.
+        """
+        key = api_key(api)
+        with self._lock:
+            t, wall = self.now(), time.time()
+            loss = AckLoss(count, key, client_id)
+            args = {"node": node, "count": count, "topic": topic, "partition": partition,
+                    "api": api, "client_id": client_id}
+            if node is None and topic is not None:
+                node = wait_leader(self.cluster, topic, partition, timeout=10)
+            if node is not None:
+                self._proxy(node, "lose_ack").arm(loss)
+                did = f"will drop the next {count} {loss.api} response(s) of broker {node}"
+            else:
+                for n in sorted(self.cluster.proxies) or [0]:
+                    self._proxy(n, "lose_ack").arm(loss)
+                did = f"will drop the next {count} {loss.api} response(s) of any broker"
+            return self._record("lose_ack", args, t, wall, did, node, loss)
+
+    def kill_leader(self, topic: str, partition: int = 0) -> FaultRecord:
+        """SIGKILL the broker leading ``topic``/``partition`` now."""
+        with self._lock:
+            t, wall = self.now(), time.time()
+            leader = wait_leader(self.cluster, topic, partition, timeout=10)
+            self.cluster.kill(leader)
+            return self._record("kill_leader", {"topic": topic, "partition": partition}, t,
+                                wall, f"killed broker {leader}, leader of {topic}/{partition}",
+                                leader)
+
+    def kill_broker(self, node: int) -> FaultRecord:
+        """SIGKILL one broker: no shutdown, no flush."""
+        return self._node_fault("kill_broker", node, self.cluster.kill, "killed broker")
+
+    def pause_broker(self, node: int) -> FaultRecord:
+        """SIGSTOP one broker: alive but silent (fenced after broker.session.timeout.ms)."""
+        return self._node_fault("pause_broker", node, self.cluster.pause, "paused broker")
+
+    def resume_broker(self, node: int) -> FaultRecord:
+        """SIGCONT a paused broker."""
+        return self._node_fault("resume_broker", node, self.cluster.resume, "resumed broker")
+
+    def restart_broker(self, node: int) -> FaultRecord:
+        """Stop one broker (gracefully if it runs) and start it again."""
+        return self._node_fault("restart_broker", node, self.cluster.restart,
+                                "restarted broker")
+
+    def partition_client(self, node: int) -> FaultRecord:
+        """Cut every client off one broker (its proxy lets nothing through).
+
+        Replication and the controllers do not pass through the proxy, so the broker
+        stays in the cluster: only clients see silence, then their own timeouts.
+        """
+        proxy = self._proxy(node, "partition_client")
+        return self._node_fault("partition_client", node, lambda n: proxy.blackhole(),
+                                "cut clients off broker")
+
+    def delay_client(self, node: int, ms: float = 200.0) -> FaultRecord:
+        """Delay every byte between clients and one broker by ``ms`` each way."""
+        proxy = self._proxy(node, "delay_client")
+        with self._lock:
+            t, wall = self.now(), time.time()
+            proxy.delay(ms)
+            return self._record("delay_client", {"node": node, "ms": ms}, t, wall,
+                                f"delayed client traffic of broker {node} by {ms:g} ms", node)
+
+    def _node_fault(self, name: str, node: int, action: Callable[[int], Any],
+                    verb: str) -> FaultRecord:
+        if node not in self.cluster.nodes:
+            raise bad_value("node", node, f"a node number from 1 to {self.cluster.size}")
+        with self._lock:
+            t, wall = self.now(), time.time()
+            action(node)
+            return self._record(name, {"node": node}, t, wall, f"{verb} {node}", node)
+
+    def heal(self) -> FaultRecord:
+        """Undo everything: resume paused brokers, restart dead ones, heal every proxy."""
+        with self._lock:
+            t, wall = self.now(), time.time()
+            # Proxies first: the cluster's own admin client (restart waits on it) goes
+            # through them, and must not stall on a blackholed one.
+            for proxy in self.cluster.proxies.values():
+                proxy.heal()
+            resumed, restarted = [], []
+            for node, state in sorted(self.cluster.status().items()):
+                if state == "paused":
+                    self.cluster.resume(node)
+                    resumed.append(node)
+            for node, state in sorted(self.cluster.status().items()):
+                if state == "dead":
+                    self.cluster.restart(node)
+                    restarted.append(node)
+            parts = []
+            if resumed:
+                parts.append(f"resumed {resumed}")
+            if restarted:
+                parts.append(f"restarted {restarted}")
+            parts.append("healed the proxies" if self.cluster.proxies else "no proxies")
+            return self._record("heal", {}, t, wall, "; ".join(parts))
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Every record as a JSON-ready dict, in order."""
+        return [r.to_record() for r in self.records]
+
+
+# --- schedules ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class At:
+    """Trigger: ``seconds`` after the schedule started."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Sent:
+    """Trigger: once the workload reports ``count`` messages sent."""
+
+    count: int
+
+
+Trigger = At | Sent
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scheduled fault: its trigger, its name, its arguments."""
+
+    trigger: Trigger
+    fault: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.trigger, At):
+            s = self.trigger.seconds
+            if not isinstance(s, (int, float)) or isinstance(s, bool) or s < 0:
+                raise bad_value("at", s, "a number of seconds >= 0")
+        elif isinstance(self.trigger, Sent):
+            c = self.trigger.count
+            if not isinstance(c, int) or isinstance(c, bool) or c < 0:
+                raise bad_value("sent", c, "a whole number of messages >= 0")
+        else:
+            raise bad_value("trigger", self.trigger, "At(seconds) or Sent(count)")
+        object.__setattr__(self, "args", validate(self.fault, self.args))
+
+    def to_param(self) -> dict[str, Any]:
+        """The papermill form: ``{"sent": 500, "fault": "kill_leader", "topic": "t"}``."""
+        when = ({"at": self.trigger.seconds} if isinstance(self.trigger, At)
+                else {"sent": self.trigger.count})
+        return {**when, "fault": self.fault, **self.args}
+
+
+def _step(item: Step | Mapping[str, Any] | Sequence[Any]) -> Step:
+    """A Step from a Step, a papermill dict, or a ``(trigger, fault[, args])`` tuple."""
+    if isinstance(item, Step):
+        return item
+    if isinstance(item, Mapping):
+        rest = dict(item)
+        if ("at" in rest) == ("sent" in rest):
+            raise bad_value("schedule step", item, "a dict with exactly one of 'at' "
+                            "(seconds) or 'sent' (messages), and 'fault'")
+        trigger: Trigger = At(rest.pop("at")) if "at" in rest else Sent(rest.pop("sent"))
+        if "fault" not in rest:
+            raise bad_value("schedule step", item, "a dict with a 'fault' name")
+        fault = rest.pop("fault")
+        args = rest.pop("args", {})
+        return Step(trigger, fault, {**args, **rest})
+    if isinstance(item, Sequence) and not isinstance(item, str) and len(item) in (2, 3):
+        trigger, fault = item[0], item[1]
+        if isinstance(trigger, (int, float)) and not isinstance(trigger, bool):
+            trigger = At(float(trigger))  # a bare number is a time offset
+        args = dict(item[2]) if len(item) == 3 else {}
+        return Step(trigger, fault, args)
+    raise bad_value("schedule step", item,
+                    "a Step, a dict like {'sent': 500, 'fault': 'kill_leader', 'topic': 't'}"
+                    ", or a tuple (At(5) or Sent(500), 'fault name', {args})")
+
+
+class Schedule:
+    """Faults fired by triggers: time offsets and message counts.
+
+    The workload calls :meth:`tick` with its count of messages sent (as often as it
+    likes); each due step fires once, in list order, through ``nemesis.apply`` -- the
+    same door a button uses. Count triggers are exactly reproducible; time triggers are
+    as precise as the ticks.
+
+    >>> s = Schedule([(Sent(500), "kill_leader", {"topic": "t"}), (Sent(900), "heal")])
+    >>> s = Schedule([{"sent": 500, "fault": "kill_leader", "topic": "t"}])  # papermill
+    """
+
+    def __init__(self, steps: Iterable[Step | Mapping[str, Any] | Sequence[Any]] = (),
+                 seed: int | None = None) -> None:
+        self.steps: tuple[Step, ...] = tuple(_step(s) for s in steps)
+        self.seed = seed
+        self.fired: list[tuple[Step, FaultRecord]] = []
+        self._next = 0  # steps are fired in order; index of the first not fired
+        self._nemesis: Any = None
+        self._t0: float | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ constructors
+    @classmethod
+    def random(cls, seed: int, faults: Sequence[str] = ("lose_ack", "kill_leader",
+                                                        "pause_broker", "partition_client"),
+               steps: int = 3, sent: tuple[int, int] | None = (100, 1000),
+               seconds: tuple[float, float] | None = None, topic: str | None = None,
+               nodes: Sequence[int] = (1, 2, 3), heal: bool = True) -> Schedule:
+        """A seeded random schedule: the same seed gives the same faults, always.
+
+        The trigger range (``sent`` messages, or ``seconds`` if given) is cut into
+        ``steps`` equal slots; each slot gets one fault drawn from ``faults`` at a
+        random point of its first half, and (with ``heal``) a ``heal`` at three
+        quarters, so faults never overlap and the run ends healed. Faults needing a
+        node get one drawn from ``nodes``; ``kill_leader`` needs ``topic``;
+        ``lose_ack`` aims at ``topic``'s leader if given, else at any broker.
+        """
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise bad_value("seed", seed, "a whole number")
+        names = [faults] if isinstance(faults, str) else list(faults)
+        if not names:
+            raise bad_value("faults", faults, "at least one of " + ", ".join(FAULTS))
+        for name in names:
+            if name not in FAULTS:
+                raise bad_value("fault", name, "one of " + ", ".join(FAULTS))
+        if "kill_leader" in names and topic is None:
+            raise bad_value("topic", topic, "a topic name (kill_leader needs one)")
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            raise bad_value("steps", steps, "a whole number >= 1")
+        if seconds is not None:
+            lo, hi = seconds
+        elif sent is not None:
+            lo, hi = sent
+        else:
+            raise bad_value("sent/seconds", None, "a (low, high) range for one of them")
+        if not 0 <= lo < hi:
+            raise bad_value("range", (lo, hi), "(low, high) with 0 <= low < high")
+
+        def make(x: float) -> Trigger:
+            return At(round(x, 3)) if seconds is not None else Sent(int(x))
+
+        rng = random.Random(seed)
+        slot = (hi - lo) / steps
+        out: list[Step] = []
+        for i in range(steps):
+            name = rng.choice(names)
+            start = lo + i * slot
+            out.append(Step(make(start + rng.uniform(0, slot / 2)), name,
+                            _random_args(name, rng, topic, nodes)))
+            if heal and name != "heal":
+                out.append(Step(make(start + slot * 3 / 4), "heal"))
+        return cls(out, seed=seed)
+
+    @classmethod
+    def from_params(cls, params: Iterable[Mapping[str, Any]] | None) -> Schedule:
+        """From a papermill parameter: a list of dicts (see :meth:`Step.to_param`)."""
+        return cls(params or ())
+
+    def to_params(self) -> list[dict[str, Any]]:
+        return [s.to_param() for s in self.steps]
+
+    # ------------------------------------------------------------------ running
+    def start(self, nemesis: Any) -> Schedule:
+        """Bind to a Nemesis (anything with ``apply`` and ``now``) and start the clock."""
+        with self._lock:
+            self._nemesis = nemesis
+            self._t0 = nemesis.now()
+            self._next = 0
+            self.fired.clear()
+        return self
+
+    def elapsed(self) -> float:
+        if self._t0 is None:
+            return 0.0
+        return self._nemesis.now() - self._t0
+
+    def due(self, step: Step, sent: int | None) -> bool:
+        if isinstance(step.trigger, At):
+            return self.elapsed() >= step.trigger.seconds
+        return sent is not None and sent >= step.trigger.count
+
+    def tick(self, sent: int | None = None) -> list[FaultRecord]:
+        """Fire the due steps (in order; a step waits for the ones before it).
+
+        ``sent`` is the workload's count of messages sent so far. Returns the records
+        of the faults fired by this call (usually none).
+        """
+        if self._nemesis is None:
+            raise LabError("call schedule.start(nemesis) before tick()")
+        fired: list[FaultRecord] = []
+        with self._lock:
+            while self._next < len(self.steps) and self.due(self.steps[self._next], sent):
+                step = self.steps[self._next]
+                self._next += 1  # fired, even if it raises: never fire it twice
+                record = self._nemesis.apply(step.fault, **step.args)
+                self.fired.append((step, record))
+                fired.append(record)
+        return fired
+
+    @property
+    def done(self) -> bool:
+        return self._next >= len(self.steps)
+
+    @property
+    def pending(self) -> tuple[Step, ...]:
+        return self.steps[self._next:]
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __iter__(self):
+        return iter(self.steps)
+
+    def __repr__(self) -> str:
+        seed = f" seed={self.seed}" if self.seed is not None else ""
+        body = "; ".join(_describe(s) for s in self.steps)
+        return f"<Schedule{seed} {len(self.steps)} step(s): {body}>"
+
+
+def _describe(step: Step) -> str:
+    when = (f"at {step.trigger.seconds:g}s" if isinstance(step.trigger, At)
+            else f"sent {step.trigger.count}")
+    args = ", ".join(f"{k}={v!r}" for k, v in step.args.items())
+    return f"{when} {step.fault}({args})"
+
+
+def _random_args(name: str, rng: random.Random, topic: str | None,
+                 nodes: Sequence[int]) -> dict[str, Any]:
+    if name in NODE_FAULTS:
+        return {"node": rng.choice(list(nodes))}
+    if name == "kill_leader":
+        return {"topic": topic}
+    if name == "lose_ack":
+        return {"topic": topic} if topic is not None else {}
+    return {}

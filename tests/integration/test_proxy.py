@@ -1,0 +1,222 @@
+"""The fault proxy, the Nemesis and the recipes on a real 3-broker cluster.
+
+The recipes are the course's central claims, so each runs five times on fresh topics and
+must show its outcome *every* time: a demo that shows the anomaly only sometimes is
+worse than none.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from deliverylab import recipes, values
+from deliverylab.clients import config
+from deliverylab.cluster import Cluster
+from deliverylab.history import History
+from deliverylab.nemesis import Nemesis, Schedule, Sent, wait_leader
+
+pytestmark = pytest.mark.cluster
+REPEAT = 5
+
+
+@pytest.fixture(scope="module")
+def proxied() -> Iterator[Cluster]:
+    """One 3-node cluster with a fault proxy per broker, for this module."""
+    with Cluster.start(brokers=3, proxy=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster(proxied: Cluster) -> Iterator[Cluster]:
+    """The shared cluster, healed after each test whatever the test broke."""
+    yield proxied
+    Nemesis(proxied).heal()
+
+
+def fresh(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, expect: int,
+             isolation: str = "read_uncommitted", timeout: float = 60.0) -> list[bytes]:
+    consumer = Consumer(config(bootstrap, **{
+        "group.id": fresh("reader"), "isolation.level": isolation,
+        "enable.auto.commit": False, "enable.partition.eof": True}))
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[bytes] = []
+    eof: set[int] = set()
+    end = time.monotonic() + timeout
+    try:
+        while time.monotonic() < end:
+            for msg in consumer.consume(1000, 0.5):
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        eof.add(msg.partition())
+                    continue
+                out.append(msg.value())
+            if len(eof) == partitions and len(out) >= expect:
+                break
+    finally:
+        consumer.close()
+    return out
+
+
+# --- the recipes, five times each -----------------------------------------------------
+
+
+def test_lost_ack_duplicates_without_idempotence_every_time(cluster: Cluster):
+    for i in range(REPEAT):
+        result = recipes.lost_ack_duplicate(cluster, fresh(f"lost-ack-{i}"), idempotent=False)
+        assert result.acks_dropped == 1, result
+        assert result.copies == 2, f"run {i}: {result}"
+        assert result.error is None and result.acked_offset in result.offsets
+
+
+def test_lost_ack_single_copy_with_idempotence_every_time(cluster: Cluster):
+    for i in range(REPEAT):
+        result = recipes.lost_ack_duplicate(cluster, fresh(f"lost-ack-idem-{i}"),
+                                            idempotent=True)
+        assert result.acks_dropped == 1, result
+        assert result.copies == 1, f"run {i}: {result}"
+        assert result.offsets == (result.acked_offset,)
+
+
+def test_acks1_acknowledged_write_is_lost_every_time(cluster: Cluster):
+    for i in range(REPEAT):
+        result = recipes.acked_then_lost(cluster, fresh(f"acks1-{i}"), acks=1)
+        print(result, result.phases)
+        assert result.acked_before_kill and result.acked, f"run {i}: {result}"
+        assert result.lost and result.copies == 0, f"run {i}: {result}"
+        labels = [label for _, label in result.records]
+        assert result.before in labels and result.after in labels  # the controls survive
+        # The offset the client was given now holds another value.
+        assert dict(result.records)[result.acked_offset] == result.after
+        assert result.new_leader != result.old_leader
+        assert cluster.status() == {1: "up", 2: "up", 3: "up"}
+
+
+def test_acks_all_acknowledged_write_survives_every_time(cluster: Cluster):
+    for i in range(REPEAT):
+        result = recipes.acked_then_lost(cluster, fresh(f"acksall-{i}"), acks="all")
+        print(result, result.phases)
+        assert not result.acked_before_kill, f"run {i}: {result}"
+        assert result.acked and result.present and not result.lost, f"run {i}: {result}"
+        assert result.copies == 1
+        assert cluster.status() == {1: "up", 2: "up", 3: "up"}
+
+
+# --- the proxy under ordinary traffic -------------------------------------------------
+
+
+def test_proxy_passes_ordinary_traffic_unchanged(cluster: Cluster):
+    topic = cluster.create_topic(fresh("passthrough"), partitions=3)
+    before = {n: p.stats() for n, p in cluster.proxies.items()}
+    producer = Producer(config(cluster.bootstrap_servers, **{
+        "enable.idempotence": True, "acks": "all", "linger.ms": 5}))
+    sent = [values.encode("pass", seq, payload_size=seq % 200) for seq in range(10_000)]
+    failed = []
+    for value in sent:
+        producer.produce(topic, value, key=values.key("pass"),
+                         on_delivery=lambda err, _msg: err and failed.append(err))
+        producer.poll(0)
+    assert producer.flush(60) == 0 and not failed
+    got = read_all(cluster.bootstrap_servers, topic, 3, expect=len(sent))
+    assert len(got) == len(sent)
+    assert sorted(got) == sorted(sent)  # byte for byte, no loss, no duplicate
+    stats = {n: p.stats() for n, p in cluster.proxies.items()}
+    assert sum(s["requests"].get("Produce", 0) for s in stats.values()) > 0
+    assert sum(s["bytes_to_broker"] - before[n]["bytes_to_broker"]
+               for n, s in stats.items()) > 10_000 * 50
+    assert all(s["acks_dropped"] == before[n]["acks_dropped"] and s["faults"] == []
+               for n, s in stats.items())
+
+
+def test_transaction_through_proxy(cluster: Cluster):
+    topic = cluster.create_topic(fresh("txn"), partitions=2)
+    producer = Producer(config(cluster.bootstrap_servers, **{
+        "transactional.id": fresh("txn-producer")}))
+    producer.init_transactions(30)
+    committed = [values.encode("txn", seq) for seq in range(20)]
+    aborted = [values.encode("txn", seq) for seq in range(20, 30)]
+    producer.begin_transaction()
+    for value in committed:
+        producer.produce(topic, value)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    for value in aborted:
+        producer.produce(topic, value)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    visible = read_all(cluster.bootstrap_servers, topic, 2, expect=len(committed),
+                       isolation="read_committed")
+    assert sorted(visible) == sorted(committed)
+    raw = read_all(cluster.bootstrap_servers, topic, 2, expect=30)
+    assert sorted(raw) == sorted(committed + aborted)  # aborted records are in the log
+
+
+# --- faults through the Nemesis -------------------------------------------------------
+
+
+def test_partitioned_client_times_out_and_heal_restores(cluster: Cluster):
+    topic = cluster.create_topic(fresh("blackhole"), partitions=1)
+    leader = wait_leader(cluster, topic)
+    history = History()
+    nemesis = Nemesis(cluster, history)
+    producer = Producer(config(cluster.bootstrap_servers, **{
+        "acks": "all", "message.timeout.ms": 3000, "request.timeout.ms": 2000}))
+    reports: list[KafkaError | None] = []
+    producer.produce(topic, b"before", on_delivery=lambda err, _m: reports.append(err))
+    assert producer.flush(20) == 0 and reports == [None]
+
+    record = nemesis.partition_client(leader)
+    assert record.name == "partition_client" and record.node == leader
+    assert cluster.proxies[leader].faults() == ["blackhole"]
+    t0 = time.monotonic()
+    producer.produce(topic, b"during", on_delivery=lambda err, _m: reports.append(err))
+    producer.flush(20)
+    assert len(reports) == 2 and reports[1] is not None
+    assert reports[1].code() == KafkaError._MSG_TIMED_OUT  # silence, then a timeout
+    assert 2.5 < time.monotonic() - t0 < 15
+    assert wait_leader(cluster, topic) == leader  # brokers never noticed: only clients did
+
+    healed = nemesis.heal()
+    assert "healed the proxies" in healed.did
+    producer.produce(topic, b"after", on_delivery=lambda err, _m: reports.append(err))
+    end = time.monotonic() + 30
+    while len(reports) < 3 and time.monotonic() < end:
+        producer.poll(0.2)
+    assert reports[2] is None, reports[2]
+    assert [r.name for r in nemesis.records] == ["partition_client", "heal"]
+    assert 0 <= nemesis.records[0].time <= nemesis.records[1].time <= history.now()
+
+
+def test_nemesis_lose_ack_by_topic_and_schedule(cluster: Cluster):
+    topic = cluster.create_topic(fresh("nemesis"), partitions=1)
+    leader = wait_leader(cluster, topic)
+    history = History()
+    nemesis = Nemesis(cluster, history)
+    schedule = Schedule([(Sent(3), "lose_ack", {"topic": topic}),
+                         (Sent(6), "pause_broker", {"node": leader % 3 + 1}),
+                         (Sent(6), "heal")]).start(nemesis)
+    producer = Producer(config(cluster.bootstrap_servers, **{
+        "enable.idempotence": False, "acks": "all",
+        "max.in.flight.requests.per.connection": 1}))
+    fired = []
+    for seq in range(8):
+        fired += schedule.tick(seq)
+        producer.produce(topic, values.encode("sched", seq), partition=0)
+        producer.flush(30)
+    assert schedule.done
+    assert [r.name for r in fired] == ["lose_ack", "pause_broker", "heal"]
+    lose = fired[0]
+    assert lose.node == leader and lose.handle.wait(5) and lose.handle.dropped == 1
+    assert "resumed" in fired[2].did
+    assert cluster.status() == {1: "up", 2: "up", 3: "up"}
+    got = [values.decode(v).seq for v in read_all(cluster.bootstrap_servers, topic, 1, 9)]
+    assert sorted(got) == [0, 1, 2, 3, 3, 4, 5, 6, 7]  # the lost ack made one duplicate
+    assert [r["name"] for r in nemesis.to_records()] == ["lose_ack", "pause_broker", "heal"]

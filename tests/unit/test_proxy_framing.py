@@ -1,0 +1,517 @@
+"""The fault proxy without Kafka: framing on hand-made bytes, faults on a fake broker.
+
+The fake broker speaks just enough Kafka framing to answer each request with a response
+carrying its correlation id, and records what reached it, so every fault can be checked
+byte for byte in milliseconds.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from deliverylab.errors import BadValue
+from deliverylab.proxy import (
+    API_KEYS,
+    AckLoss,
+    FrameScanner,
+    FramingError,
+    Proxy,
+    api_key,
+    api_name,
+    parse_request_header,
+    parse_response_correlation,
+)
+
+# --- building frames by hand ---------------------------------------------------------
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def request(key: int, version: int, cid: int, client_id: str | None = "rdkafka",
+            body: bytes = b"", tagged: bytes | None = None) -> bytes:
+    """A request frame: header v1 (or v2 when ``tagged`` is given) then ``body``."""
+    head = struct.pack(">hhi", key, version, cid)
+    if client_id is None:
+        head += struct.pack(">h", -1)
+    else:
+        raw = client_id.encode()
+        head += struct.pack(">h", len(raw)) + raw
+    if tagged is not None:
+        head += tagged
+    return frame(head + body)
+
+
+def produce(cid: int, acks: int = -1, version: int = 7, txn: str | None = None,
+            payload: bytes = b"records", client_id: str = "rdkafka") -> bytes:
+    """A Produce request of ``version`` (flexible from v9) with ``acks``."""
+    if version >= 9:
+        txn_field = uvarint(0) if txn is None else uvarint(len(txn) + 1) + txn.encode()
+        body = txn_field + struct.pack(">hi", acks, 30000) + payload
+        # One header tagged field (tag 0, 3 bytes) to prove they are skipped.
+        return request(0, version, cid, client_id, body=body,
+                       tagged=uvarint(1) + uvarint(0) + uvarint(3) + b"abc")
+    txn_field = struct.pack(">h", -1) if txn is None else struct.pack(">h", len(txn)) + txn.encode()
+    return request(0, version, cid, client_id,
+                   body=txn_field + struct.pack(">hi", acks, 30000) + payload)
+
+
+def response(cid: int, payload: bytes = b"ok") -> bytes:
+    return frame(struct.pack(">i", cid) + payload)
+
+
+# --- FrameScanner --------------------------------------------------------------------
+
+
+STREAM = (request(18, 3, 1, tagged=b"\x00") + request(3, 12, 2) + produce(3, payload=b"x" * 5000)
+          + produce(4, acks=0) + request(1, 16, 5, client_id=None) + frame(b""))
+
+
+def scan(chunks: list[bytes], peek: int = 64) -> list[tuple[int, int, bytes]]:
+    scanner = FrameScanner(peek)
+    out = []
+    for chunk in chunks:
+        out += [(f.start, f.length, f.head) for f in scanner.feed(chunk)]
+    assert scanner.pos == sum(map(len, chunks))
+    return out
+
+
+def test_scanner_finds_every_frame_with_its_offsets():
+    frames = scan([STREAM])
+    assert len(frames) == 6
+    starts = [s for s, _, _ in frames]
+    lengths = [n for _, n, _ in frames]
+    assert starts[0] == 0
+    assert all(starts[i] + lengths[i] == starts[i + 1] for i in range(5))
+    assert starts[-1] + lengths[-1] == len(STREAM)
+    assert all(len(h) == min(64, n - 4) for _, n, h in frames)
+    assert frames[-1][1:] == (4, b"")
+
+
+@pytest.mark.parametrize("how", ["bytewise", "random", "split-size-field"])
+def test_scanner_is_independent_of_chunking(how: str):
+    if how == "bytewise":
+        chunks = [STREAM[i:i + 1] for i in range(len(STREAM))]
+    elif how == "random":
+        rng = random.Random(7)
+        chunks, i = [], 0
+        while i < len(STREAM):
+            n = rng.randint(1, 700)
+            chunks.append(STREAM[i:i + n])
+            i += n
+    else:  # every cut inside a size field or a header
+        cuts = sorted({2, 5, 11, 40, 41, 42, 43, 44, 90})
+        chunks = [STREAM[a:b] for a, b in zip([0, *cuts], [*cuts, len(STREAM)], strict=True)]
+    assert scan(chunks) == scan([STREAM])
+
+
+def test_scanner_accepts_memoryview_and_bytearray():
+    assert scan([bytearray(STREAM)]) == scan([STREAM])
+    scanner = FrameScanner(8)
+    assert len(scanner.feed(memoryview(STREAM))) == 6
+
+
+def test_scanner_rejects_what_is_not_kafka():
+    with pytest.raises(FramingError):
+        FrameScanner(8).feed(struct.pack(">i", -5) + b"xxxx")
+    with pytest.raises(FramingError):
+        FrameScanner(8).feed(b"GET / HTTP/1.1\r\n")  # 0x47455420: > 512 MB
+
+
+def test_scanner_emits_frame_once_head_is_complete():
+    scanner = FrameScanner(16)
+    data = request(3, 12, 99)
+    assert scanner.feed(data[:6]) == []
+    (f,) = scanner.feed(data[6:])
+    assert (f.start, f.length, f.end) == (0, len(data), len(data))
+    assert parse_request_header(f.head).correlation_id == 99
+
+
+# --- headers ---------------------------------------------------------------------------
+
+
+def test_parse_request_header_v1():
+    head = parse_request_header(request(3, 12, 42, client_id="my-app")[4:])
+    assert (head.api_key, head.api_version, head.correlation_id) == (3, 12, 42)
+    assert head.client_id == "my-app"
+    assert head.api == "Metadata"
+    assert head.acks is None and head.expects_response
+
+
+def test_parse_request_header_null_client_id():
+    head = parse_request_header(request(1, 16, 7, client_id=None)[4:])
+    assert head.client_id is None and head.correlation_id == 7
+
+
+@pytest.mark.parametrize("version", [3, 7, 8])
+@pytest.mark.parametrize("acks", [-1, 0, 1])
+@pytest.mark.parametrize("txn", [None, "my-transactional-id"])
+def test_parse_produce_acks_classic(version: int, acks: int, txn: str | None):
+    head = parse_request_header(produce(5, acks=acks, version=version, txn=txn)[4:])
+    assert head.api == "Produce" and head.acks == acks
+    assert head.expects_response == (acks != 0)
+
+
+@pytest.mark.parametrize("version", [9, 11, 13])
+@pytest.mark.parametrize("acks", [-1, 0, 1])
+@pytest.mark.parametrize("txn", [None, "tx-1"])
+def test_parse_produce_acks_flexible(version: int, acks: int, txn: str | None):
+    head = parse_request_header(produce(5, acks=acks, version=version, txn=txn)[4:])
+    assert head.api_version == version and head.acks == acks
+    assert head.client_id == "rdkafka"
+
+
+def test_truncated_head_leaves_acks_unknown():
+    body = produce(5, acks=0, txn="t" * 200)[4:]
+    head = parse_request_header(body[:60])
+    assert head.correlation_id == 5 and head.acks is None
+    assert head.expects_response  # unknown: assume a response may come
+    with pytest.raises(FramingError):
+        parse_request_header(body[:7])
+
+
+def test_parse_response_correlation():
+    assert parse_response_correlation(response(123456)[4:]) == 123456
+    assert parse_response_correlation(struct.pack(">i", -2)) == -2
+    with pytest.raises(FramingError):
+        parse_response_correlation(b"\x00\x01")
+
+
+def test_api_names_and_keys():
+    expected = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
+                "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
+                "SyncGroup": 14, "ApiVersions": 18, "InitProducerId": 22,
+                "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26,
+                "TxnOffsetCommit": 28}
+    for name, key in expected.items():
+        assert API_KEYS[name] == key and api_key(name) == key and api_name(key) == name
+    assert api_key(0) == 0
+    assert api_name(999) == "api-999"
+    with pytest.raises(BadValue, match="Produce"):
+        api_key("Produse")
+    with pytest.raises(BadValue):
+        AckLoss(0)
+
+
+def test_ack_loss_budget_is_shared_and_rearmed():
+    loss = AckLoss(2, "Produce")
+    assert loss._take(0) and loss._take(0) and not loss._take(0)
+    assert not loss._take(3)  # another api
+    loss._unarm()  # a chosen request's connection died before its response
+    assert loss._take(0)
+    loss._fired("p", 1)
+    assert not loss.wait(0.01) and loss.dropped == 1
+    loss._fired("p", 2)
+    assert loss.wait(0.01) and loss.done and loss.finished
+    assert loss.dropped_ids == [("p", 1), ("p", 2)]
+
+
+# --- faults on a fake broker -----------------------------------------------------------
+
+
+class FakeBroker:
+    """Answers each request with ``response(cid)`` (none for Produce acks=0)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+        self.received: list[tuple[str, int]] = []
+        self.payload_bytes = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            while True:
+                size_raw = recv_exact(conn, 4)
+                if size_raw is None:
+                    return
+                body = recv_exact(conn, struct.unpack(">i", size_raw)[0])
+                if body is None:
+                    return
+                head = parse_request_header(body)
+                with self.lock:
+                    self.received.append((head.api, head.correlation_id))
+                    self.payload_bytes += len(body)
+                if head.expects_response:
+                    try:
+                        conn.sendall(response(head.correlation_id, b"r" * 10))
+                    except OSError:
+                        return
+
+    def cids(self) -> list[int]:
+        with self.lock:
+            return [cid for _, cid in self.received]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def recv_exact(conn: socket.socket, n: int) -> bytes | None:
+    buf = b""
+    while len(buf) < n:
+        try:
+            part = conn.recv(n - len(buf))
+        except OSError:
+            return None
+        if not part:
+            return None
+        buf += part
+    return buf
+
+
+def read_responses(conn: socket.socket, count: int, timeout: float = 2.0) -> list[int] | None:
+    """Correlation ids of ``count`` responses; None if the connection closed first."""
+    conn.settimeout(timeout)
+    cids = []
+    for _ in range(count):
+        raw = recv_exact(conn, 4)
+        if raw is None:
+            return None
+        body = recv_exact(conn, struct.unpack(">i", raw)[0])
+        if body is None:
+            return None
+        cids.append(parse_response_correlation(body))
+    return cids
+
+
+def closed_by_peer(conn: socket.socket, timeout: float = 2.0) -> bool:
+    conn.settimeout(timeout)
+    try:
+        return conn.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def silent(conn: socket.socket, wait: float = 0.3) -> bool:
+    conn.settimeout(wait)
+    try:
+        conn.recv(1)
+        return False
+    except TimeoutError:
+        return True
+
+
+@pytest.fixture
+def setup():
+    broker = FakeBroker()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proxy = Proxy(listen_port=port, target_port=broker.port, name="proxy-test").start()
+    yield proxy, broker
+    proxy.stop()
+    broker.close()
+
+
+def connect(proxy: Proxy) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", proxy.listen_port), timeout=2)
+
+
+def wait_for(probe, timeout: float = 2.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if probe():
+            return True
+        time.sleep(0.01)
+    return probe()
+
+
+def test_ordinary_traffic_passes_unchanged(setup):
+    proxy, broker = setup
+    big = produce(2, payload=bytes(range(256)) * 4096)  # 1 MB, arrives in many chunks
+    with connect(proxy) as c:
+        c.sendall(request(18, 3, 1) + big + request(3, 12, 3))
+        assert read_responses(c, 3) == [1, 2, 3]
+    assert broker.payload_bytes == len(request(18, 3, 1)) + len(big) + len(request(3, 12, 3)) - 12
+    stats = proxy.stats()
+    assert stats["requests"] == {"Produce": 1, "Metadata": 1, "ApiVersions": 1}
+    assert stats["responses"] == stats["requests"]
+    assert stats["acks_dropped"] == 0 and stats["faults"] == []
+
+
+def test_lose_acks_drops_exactly_the_chosen_response(setup):
+    proxy, broker = setup
+    loss = proxy.lose_acks(1, "Produce")
+    with connect(proxy) as c:
+        # Pipelined: a Metadata, the target Produce, and two more Produce behind it.
+        c.sendall(request(3, 12, 1) + produce(2) + produce(3) + produce(4))
+        assert read_responses(c, 1) == [1]  # the response before the target passes
+        assert closed_by_peer(c)  # then the link closes: no ack for cid 2
+    assert loss.wait(2) and loss.dropped == 1 and loss.dropped_ids == [("proxy-test", 2)]
+    # Requests pipelined after the target never reached the broker: a retry of them
+    # cannot duplicate anything.
+    assert broker.cids() == [1, 2]
+    with connect(proxy) as c:  # the fault is spent: the client's retries pass
+        c.sendall(produce(2) + produce(3) + produce(4))
+        assert read_responses(c, 3) == [2, 3, 4]
+    assert broker.cids() == [1, 2, 2, 3, 4]
+    assert proxy.stats()["acks_dropped"] == 1
+
+
+def test_lose_acks_skips_acks0_and_other_apis(setup):
+    proxy, broker = setup
+    loss = proxy.lose_acks(2, "Produce")
+    with connect(proxy) as c:
+        c.sendall(produce(1, acks=0) + request(3, 12, 2) + produce(3, acks=1, version=9))
+        assert read_responses(c, 1) == [2]
+        assert closed_by_peer(c)
+    assert broker.cids() == [1, 2, 3]
+    assert loss.dropped == 1 and not loss.done
+    with connect(proxy) as c:  # a second connection spends the rest of the budget
+        c.sendall(produce(4))
+        assert closed_by_peer(c)
+    assert loss.wait(1) and "lose_acks" not in proxy.faults()
+
+
+def test_lose_acks_for_one_client_only(setup):
+    proxy, broker = setup
+    loss = proxy.lose_acks(1, client_id="victim")
+    with connect(proxy) as other, connect(proxy) as victim:
+        other.sendall(produce(1, client_id="workload", version=9))
+        assert read_responses(other, 1) == [1]
+        victim.sendall(produce(2, client_id="victim", version=9))
+        assert closed_by_peer(victim)
+        other.sendall(produce(3, client_id="workload"))
+        assert read_responses(other, 1) == [3]
+    assert loss.dropped_ids == [("proxy-test", 2)]
+
+
+def test_ack_loss_shared_by_two_proxies():
+    brokers = [FakeBroker(), FakeBroker()]
+    ports = []
+    for _ in brokers:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    proxies = [Proxy(p, b.port, name=f"p{i}").start() for i, (p, b) in enumerate(
+        zip(ports, brokers, strict=True))]
+    try:
+        loss = AckLoss(1)
+        for p in proxies:
+            p.arm(loss)
+        with connect(proxies[1]) as c:
+            c.sendall(produce(1))
+            assert closed_by_peer(c)
+        with connect(proxies[0]) as c:  # the budget is spent everywhere
+            c.sendall(produce(1))
+            assert read_responses(c, 1) == [1]
+        assert loss.dropped_ids == [("p1", 1)]
+    finally:
+        for p in proxies:
+            p.stop()
+        for b in brokers:
+            b.close()
+
+
+def test_heal_cancels_pending_lost_acks(setup):
+    proxy, _ = setup
+    loss = proxy.lose_acks(1)
+    proxy.heal()
+    with connect(proxy) as c:
+        c.sendall(produce(1))
+        assert read_responses(c, 1) == [1]
+    assert loss.dropped == 0 and proxy.faults() == []
+
+
+def test_blackhole_stalls_then_heal_delivers(setup):
+    proxy, broker = setup
+    with connect(proxy) as c:
+        c.sendall(request(18, 3, 1))
+        assert read_responses(c, 1) == [1]
+        proxy.blackhole()
+        assert proxy.faults() == ["blackhole"]
+        c.sendall(request(3, 12, 2))
+        with connect(proxy) as late:  # accepted, but goes nowhere
+            late.sendall(request(18, 3, 7))
+            assert silent(c) and silent(late)
+            assert broker.cids() == [1]
+            proxy.heal()
+            assert read_responses(c, 1) == [2]
+            assert read_responses(late, 1) == [7]
+
+
+def test_delay_holds_bytes_in_order(setup):
+    proxy, _ = setup
+    with connect(proxy) as c:
+        c.sendall(request(18, 3, 1))
+        assert read_responses(c, 1) == [1]
+        proxy.delay(250, "to_client")
+        t0 = time.monotonic()
+        c.sendall(request(3, 12, 2) + request(3, 12, 3))
+        assert read_responses(c, 2) == [2, 3]
+        assert time.monotonic() - t0 >= 0.24
+        proxy.heal()
+        t0 = time.monotonic()
+        c.sendall(request(3, 12, 4))
+        assert read_responses(c, 1) == [4]
+        assert time.monotonic() - t0 < 0.2
+    with pytest.raises(BadValue, match="to_broker"):
+        proxy.delay(10, "sideways")
+    with pytest.raises(BadValue):
+        proxy.delay(-1)
+
+
+def test_reset_drops_live_connections(setup):
+    proxy, _ = setup
+    with connect(proxy) as c:
+        c.sendall(request(18, 3, 1))
+        assert read_responses(c, 1) == [1]
+        assert proxy.reset() == 1
+        assert closed_by_peer(c)
+    assert wait_for(lambda: proxy.stats()["connections_open"] == 0)
+    with connect(proxy) as c:  # new connections work as before
+        c.sendall(request(18, 3, 2))
+        assert read_responses(c, 1) == [2]
+
+
+def test_dead_broker_closes_client_connections():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]  # nothing listens there
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with Proxy(port, dead_port) as proxy, connect(proxy) as c:
+        assert closed_by_peer(c)
+
+
+def test_start_on_a_taken_port_says_so():
+    from deliverylab.errors import PortTaken
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(PortTaken, match="could not listen"):
+            Proxy(s.getsockname()[1], 1).start()
