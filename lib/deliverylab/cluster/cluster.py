@@ -8,6 +8,7 @@ listeners, readiness, leaders, topics, node states, clean-up. Node numbers are K
 from __future__ import annotations
 
 import atexit
+import base64
 import shutil
 import socket
 import tempfile
@@ -29,7 +30,7 @@ from . import ready
 from .local import LocalBackend, start_reaper, tail
 from .properties import ClusterSpec, NodePorts
 
-BACKENDS = ("local",)
+BACKENDS = ("local", "docker", "auto")
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
 
 
@@ -40,6 +41,17 @@ class _StartMethod:
         if obj is None:
             return lambda **kwargs: cls(**kwargs).start()
         return obj._start
+
+
+def new_cluster_id() -> str:
+    """A random cluster id as Kafka writes them (URL-safe base64 of 16 bytes).
+
+    Never starting with ``-``: the storage tool would read it as an option.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def free_ports(count: int) -> list[int]:
@@ -68,7 +80,11 @@ class Cluster:
 
     Args:
         brokers: number of nodes, 1 to 5 (1 works, transactions included).
-        backend: ``"local"`` (JVM processes).
+        backend: ``"local"`` (JVM processes), ``"docker"`` (one container per node,
+            adds :meth:`partition`) or ``"auto"`` (docker when an engine answers and the
+            broker image is there, else local). The image: ``$DELIVERYLAB_KAFKA_IMAGE``,
+            else ``apache/kafka:<kafka_version>``, else the lab's own offline build
+            (``docker/broker-image.sh``) if only that is there.
         proxy: put a fault proxy in front of each broker's client listener; brokers
             advertise the proxy's address so every client byte passes through it.
         base_port: first of a block of consecutive ports; default: free ports.
@@ -105,7 +121,7 @@ class Cluster:
         self.workdir = Path(data_dir) if data_dir else Path(
             tempfile.mkdtemp(prefix="deliverylab-cluster-"))
         self.spec: ClusterSpec | None = None
-        self.backend: LocalBackend | None = None
+        self.backend: Any = None  # LocalBackend or DockerBackend: the same verbs
         self.proxies: dict[int, Any] = {}
         self.states: dict[int, str] = {}
         self._reaper = None
@@ -118,7 +134,7 @@ class Cluster:
         return list(range(1, self.size + 1))
 
     def _ports(self) -> list[int]:
-        per_node = 4 if self.use_proxy else 3
+        per_node = 5 if self.use_proxy else 3
         count = per_node * self.size
         if self.base_port is None:
             return free_ports(count)
@@ -133,12 +149,10 @@ class Cluster:
         for node_id in self.nodes:
             client, internal, controller = next(ports), next(ports), next(ports)
             advertised = next(ports) if self.use_proxy else client
-            nodes.append(NodePorts(node_id, client, internal, controller, advertised))
-        cluster_id = uuid.uuid4().bytes
-        import base64
-
-        cid = base64.urlsafe_b64encode(cluster_id).decode().rstrip("=")
-        return ClusterSpec(tuple(nodes), cid, self.overrides)
+            direct = next(ports) if self.use_proxy else None
+            nodes.append(NodePorts(node_id, client, internal, controller, advertised,
+                                   direct=direct))
+        return ClusterSpec(tuple(nodes), new_cluster_id(), self.overrides)
 
     def _start(self) -> Cluster:
         """Start every node and wait until the cluster can really serve."""
@@ -146,9 +160,10 @@ class Cluster:
             return self
         t0 = time.monotonic()
         try:
-            self.backend = LocalBackend(self.workdir, self.kafka_version, self.jvm_opts)
+            self.backend = self._make_backend()
             self._reaper = start_reaper()
             self.backend.on_launch = lambda pid: self._tell_reaper(f"watch {pid}")
+            self.backend.tell_reaper = self._tell_reaper  # docker: `exec docker rm ...`
             if self._own_dir and not self.keep_data:
                 self._tell_reaper(f"cleanup {self.workdir}")
             self.spec = self._make_spec()
@@ -166,6 +181,18 @@ class Cluster:
             raise
         self.start_seconds = time.monotonic() - t0
         return self
+
+    def _make_backend(self) -> Any:
+        """The backend named at construction; ``auto`` is decided here, once."""
+        if self.backend_name == "auto":
+            from .docker import usable
+
+            self.backend_name = "docker" if usable(self.kafka_version) else "local"
+        if self.backend_name == "docker":
+            from .docker import DockerBackend
+
+            return DockerBackend(self.workdir, self.kafka_version, self.jvm_opts)
+        return LocalBackend(self.workdir, self.kafka_version, self.jvm_opts)
 
     def _start_proxies(self) -> None:
         from ..proxy import Proxy  # the fault proxy is optional for a plain cluster
@@ -251,9 +278,14 @@ class Cluster:
 
     @property
     def direct_bootstrap_servers(self) -> str:
-        """The brokers' own client listeners, bypassing any proxy (benchmarks compare)."""
+        """Client listeners that bypass any proxy: the lab's own control and evidence.
+
+        With a proxy, brokers advertise the proxy on CLIENT, so bootstrapping on the
+        broker's CLIENT port would still lead clients back to the proxies; the DIRECT
+        listener advertises itself instead.
+        """
         self._require_started()
-        return ",".join(f"{n.host}:{n.client}" for n in self.spec.nodes)
+        return ",".join(f"{n.advertised_host}:{n.direct or n.client}" for n in self.spec.nodes)
 
     def _require_started(self) -> None:
         if self.spec is None or self.backend is None:
@@ -302,11 +334,47 @@ class Cluster:
             if not self.backend.wait_exit(node, 20):
                 self.backend.signal(node, "kill")
                 self.backend.wait_exit(node, 10)
+        started = self._starts(node)
         self.backend.launch(node)
         self.states[node] = "up"
+        # The dead node may still be listed until its session times out: wait for the
+        # *new* process to say it started, then for the metadata to list it.
+        deadline = ready.Deadline(timeout)
+        ready.wait_until(f"node {node} restarted (its log says the server started)",
+                         lambda: self._starts(node) > started, deadline, self._check_alive)
         ready.wait_until(f"node {node} back in the cluster metadata",
-                         lambda: node in self.live_brokers(),
-                         ready.Deadline(timeout), self._check_alive)
+                         lambda: node in self.live_brokers(), deadline, self._check_alive)
+
+    def _starts(self, node: int) -> int:
+        """How many times the node's log says its server started (restarts append)."""
+        try:
+            return self.backend.log_path(node).read_text(errors="replace").count(
+                "Kafka Server started")
+        except OSError:
+            return 0
+
+    def partition(self, node: int) -> None:
+        """Cut one node off from the other nodes: a real network partition (docker only).
+
+        Replication and the KRaft quorum to and from the node stop; clients still reach
+        it, so a leader on the wrong side keeps accepting what it can no longer replicate.
+        """
+        node = self._node(node)
+        if not hasattr(self.backend, "partition"):
+            raise bad_value("backend", self.backend_name,
+                            "'docker' for partitions (Cluster.start(backend='docker'))")
+        self.backend.partition(node)
+
+    def heal_partition(self, node: int) -> None:
+        """Reconnect a partitioned node to the other nodes (no-op if it is not cut off)."""
+        node = self._node(node)
+        if hasattr(self.backend, "heal_partition"):
+            self.backend.heal_partition(node)
+
+    @property
+    def partitioned(self) -> set[int]:
+        """Nodes currently cut off by :meth:`partition`."""
+        return set(getattr(self.backend, "partitioned", ()))
 
     def status(self) -> dict[int, str]:
         """Node -> ``up``/``paused``/``dead``/``stopped`` (a crashed node shows ``dead``)."""
@@ -318,43 +386,59 @@ class Cluster:
 
     # -------------------------------------------------------------- metadata
     def admin(self) -> AdminClient:
-        """A shared admin client (librdkafka clients are costly to create)."""
+        """A shared admin client on the direct listeners (a blackholed proxy must not
+        blind the lab to the cluster it is breaking)."""
         self._require_started()
         if self._admin is None:
-            self._admin = AdminClient(config(self.bootstrap_servers))
+            self._admin = AdminClient(config(self.direct_bootstrap_servers))
         return self._admin
 
     def live_brokers(self, timeout: float = 5.0) -> set[int]:
         """Node ids the controller currently lists as registered and unfenced."""
         return set(self.admin().list_topics(timeout=timeout).brokers)
 
+    def _partition(self, topic: str, partition: int, timeout: float = 5.0) -> Any:
+        """Partition metadata, or None while the answering broker does not know it yet."""
+        meta = self.admin().list_topics(topic, timeout=timeout).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return None
+        return meta.partitions.get(partition)
+
     def leader(self, topic: str, partition: int = 0, timeout: float = 5.0) -> int:
         """The node that leads ``topic``/``partition`` now (-1 while there is none)."""
-        md = self.admin().list_topics(topic, timeout=timeout)
-        meta = md.topics.get(topic)
-        if meta is None or meta.error is not None or partition not in meta.partitions:
+        meta = self._partition(topic, partition, timeout)
+        if meta is None:
             raise bad_value("topic/partition", f"{topic}/{partition}",
                             "an existing topic and partition (create_topic first)")
-        return meta.partitions[partition].leader
+        return meta.leader
 
     def isr(self, topic: str, partition: int = 0, timeout: float = 5.0) -> list[int]:
-        md = self.admin().list_topics(topic, timeout=timeout)
-        return list(md.topics[topic].partitions[partition].isrs)
+        """The in-sync replicas of ``topic``/``partition`` now."""
+        meta = self._partition(topic, partition, timeout)
+        if meta is None:
+            raise bad_value("topic/partition", f"{topic}/{partition}",
+                            "an existing topic and partition (create_topic first)")
+        return list(meta.isrs)
 
     def wait_leader(self, topic: str, partition: int = 0, exclude: tuple[int, ...] = (),
                     timeout: float = 30.0) -> int:
         """Wait for a leader that is not in ``exclude`` (e.g. after killing the old one)."""
         def probe() -> int | None:
-            leader = self.leader(topic, partition)
-            return leader if leader >= 0 and leader not in exclude else None
+            meta = self._partition(topic, partition)
+            ok = meta is not None and meta.leader >= 0 and meta.leader not in exclude
+            return meta.leader if ok else None
 
         return ready.wait_until(f"a new leader for {topic}/{partition} (not {exclude})",
                                 probe, ready.Deadline(timeout))
 
     def wait_isr(self, topic: str, partition: int, size: int, timeout: float = 60.0) -> list:
+        """Wait until ``size`` replicas are in sync again (e.g. after a restart)."""
+        def probe() -> list[int] | None:
+            meta = self._partition(topic, partition)
+            return list(meta.isrs) if meta is not None and len(meta.isrs) >= size else None
+
         return ready.wait_until(f"{size} replicas in the ISR of {topic}/{partition}",
-                                lambda: len(self.isr(topic, partition)) >= size
-                                and self.isr(topic, partition), ready.Deadline(timeout))
+                                probe, ready.Deadline(timeout))
 
     def create_topic(self, name: str, partitions: int = 3, replication_factor: int | None = None,
                      config: dict[str, Any] | None = None, timeout: float = 30.0) -> str:
@@ -384,7 +468,7 @@ class Cluster:
 
     # -------------------------------------------------------------------- logs
     def log_path(self, node: int) -> Path:
-        return self.workdir / f"node-{self._node(node)}" / "broker.log"
+        return self.backend.log_path(self._node(node))  # docker refreshes it first
 
     def logs(self, node: int, lines: int = 50) -> str:
         """The last ``lines`` lines of a node's broker log."""

@@ -6,6 +6,8 @@ Three listeners per node, so that faults can be aimed at clients only:
   another address (the fault proxy's), so every client byte passes through the proxy.
 * ``INTERNAL`` — replication between brokers; never proxied.
 * ``CONTROLLER`` — the KRaft quorum; never proxied.
+* ``DIRECT``   — only with a proxy: a client listener that bypasses it, for the lab's
+  own admin calls and read-backs.
 
 Always ``127.0.0.1``, never ``localhost``: the latter may resolve to ``::1``.
 """
@@ -26,6 +28,22 @@ class NodePorts:
     advertised: int
     host: str = "127.0.0.1"
     advertised_host: str = "127.0.0.1"
+    # Containers only: listen on every interface, and let peers reach INTERNAL and
+    # CONTROLLER by the container's name. None means ``host`` (the local backend).
+    bind_host: str | None = None
+    internal_host: str | None = None
+    # With a fault proxy: a second client listener, advertised as itself, for the lab's
+    # own control traffic and evidence (leaders, read-backs), which must not be
+    # disturbed by the faults it observes. None without a proxy.
+    direct: int | None = None
+
+    @property
+    def bind(self) -> str:
+        return self.bind_host or self.host
+
+    @property
+    def peer_host(self) -> str:
+        return self.internal_host or self.host
 
 
 @dataclass(frozen=True)
@@ -46,22 +64,24 @@ class ClusterSpec:
 
 
 def voters(spec: ClusterSpec) -> str:
-    return ",".join(f"{n.node_id}@{n.host}:{n.controller}" for n in spec.nodes)
+    return ",".join(f"{n.node_id}@{n.peer_host}:{n.controller}" for n in spec.nodes)
 
 
 def server_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> dict[str, str]:
     """``server.properties`` of one node as a dict (backends write it their own way)."""
     rf = spec.replication
+    direct = (f",DIRECT://{node.bind}:{node.direct}", f",DIRECT://{node.advertised_host}:"
+              f"{node.direct}", ",DIRECT:PLAINTEXT") if node.direct else ("", "", "")
     props = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
         "controller.quorum.voters": voters(spec),
-        "listeners": (f"CLIENT://{node.host}:{node.client},INTERNAL://{node.host}:{node.internal},"
-                      f"CONTROLLER://{node.host}:{node.controller}"),
+        "listeners": (f"CLIENT://{node.bind}:{node.client},INTERNAL://{node.bind}:{node.internal},"
+                      f"CONTROLLER://{node.bind}:{node.controller}{direct[0]}"),
         "advertised.listeners": (f"CLIENT://{node.advertised_host}:{node.advertised},"
-                                 f"INTERNAL://{node.host}:{node.internal}"),
+                                 f"INTERNAL://{node.peer_host}:{node.internal}{direct[1]}"),
         "listener.security.protocol.map": (
-            "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+            f"CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT{direct[2]}"),
         "inter.broker.listener.name": "INTERNAL",
         "controller.listener.names": "CONTROLLER",
         "log.dirs": log_dir,
