@@ -1,0 +1,170 @@
+"""What does Spark cost, and what does it buy, over the Python checker? Figures, not tests.
+
+Run: ``PYTHONPATH=lib python bench/inspector.py [--records 1000000]``
+
+The approach, chosen to be fair to both sides:
+
+- One 1-broker cluster, one topic of 3 partitions. ``--records`` unique values are
+  produced with a fast confluent producer (lz4, linger, big batches), every send recorded
+  in a real History by its delivery callback; then every ``--every``-th value is sent a
+  second time, so both sides have real duplicates to find. The producer is idempotent:
+  on a loaded machine a plain one retries and reorders, and the data set should hold
+  only the anomalies it was built with.
+- Spark is timed on what a chapter does: start the session, compute the duplicate view
+  and the History join (executed in full with Spark's ``noop`` sink, which runs every
+  stage but collects nothing), once cold and once warm. The History join is timed from
+  the saved JSON Lines file and from the History in memory.
+- The Python checker needs the read-back as ``Read`` objects. Two ways to get it are
+  timed separately -- a confluent consumer reading the topic, and ``Inspector.reads``
+  (Spark, then to pandas) -- so the checker's own time is not hidden in either. The
+  checker then runs ``duplicates`` and the whole ``check`` (lost, unseen, aborted ...),
+  which includes the same History join.
+
+The machine's load average is printed: on a shared box the figures move a lot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from deliverylab import checker
+from deliverylab.clients import config
+from deliverylab.cluster import Cluster
+from deliverylab.history import History, Read, outcome_of
+from deliverylab.inspector import Inspector
+from deliverylab.values import decode, encode, key
+
+
+def timed(label: str, fn: Callable[[], Any], note: str = "") -> Any:
+    t0 = time.perf_counter()
+    result = fn()
+    print(f"  {label:<52} {time.perf_counter() - t0:8.2f} s  {note}", flush=True)
+    return result
+
+
+def produce(bootstrap: str, topic: str, records: int, every: int, history: History) -> int:
+    """Send ``records`` values, then every ``every``-th again; record each outcome."""
+    producer = Producer(config(bootstrap, **{
+        "acks": "all", "enable.idempotence": True, "linger.ms": 20, "batch.size": 1_000_000,
+        "compression.type": "lz4", "queue.buffering.max.messages": 2_000_000,
+        "queue.buffering.max.kbytes": 1_048_576}))
+    name = "bench"
+
+    def send(seq: int) -> None:
+        value = f"{name}:{seq}"
+
+        def done(err, msg) -> None:
+            history.record(name, "send", outcome_of(err), [value], topic=topic,
+                           partition=msg.partition(), offset=msg.offset(), error=err)
+
+        while True:
+            try:
+                producer.produce(topic, encode(name, seq), key(name), on_delivery=done,
+                                 partition=seq % 3)
+                break
+            except BufferError:  # local queue full: let deliveries drain
+                producer.poll(0.1)
+        producer.poll(0)
+
+    for seq in range(records):
+        send(seq)
+    duplicates = list(range(0, records, every))
+    for seq in duplicates:
+        send(seq)
+    if producer.flush(300):
+        raise RuntimeError("messages still queued after 300 s")
+    return len(duplicates)
+
+
+def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> list[Read]:
+    """What a pure-Python pipeline does: consume everything, decode into Reads."""
+    consumer = Consumer(config(bootstrap, **{
+        "group.id": f"bench-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+        "enable.partition.eof": True, "isolation.level": "read_committed"}))
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    reads: list[Read] = []
+    eof: set[int] = set()
+    deadline = time.monotonic() + 600
+    try:
+        while (len(eof) < partitions or len(reads) < expected) and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, timeout=1.0):
+                if msg.error():
+                    if msg.error().code() == msg.error()._PARTITION_EOF:
+                        eof.add(msg.partition())
+                    continue
+                eof.discard(msg.partition())
+                reads.append(Read(topic, msg.partition(), msg.offset(),
+                                  str(decode(msg.value())), "read_committed"))
+    finally:
+        consumer.close()
+    return reads
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--every", type=int, default=1000,
+                        help="send every N-th value twice (default 1000)")
+    args = parser.parse_args()
+    partitions = 3
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    with Cluster.start(brokers=1) as cluster, tempfile.TemporaryDirectory() as tmp:
+        topic = cluster.create_topic("bench", partitions=partitions)
+        history = History()
+        print(f"\nwriting {args.records:,} values (+ every {args.every}-th again)")
+        dups = timed("produce, with a History op per send", lambda: produce(
+            cluster.bootstrap_servers, topic, args.records, args.every, history))
+        total = args.records + dups
+        path = timed("History.save (JSON Lines)", lambda: history.save(Path(tmp) / "h.jsonl"))
+        print(f"  {total:,} records, {len(history):,} ops, {dups:,} duplicated values, "
+              f"History file {path.stat().st_size / 1e6:.0f} MB")
+
+        print("\nSpark (Inspector)")
+        inspector = timed("start SparkSession (Inspector construction)",
+                          lambda: Inspector(cluster))
+
+        def run(df) -> None:  # execute every stage, collect nothing
+            df.write.format("noop").mode("overwrite").save()
+
+        for attempt in ("cold", "warm"):
+            timed(f"duplicates view, {attempt}", lambda: run(inspector.duplicates(topic)))
+        found = inspector.duplicates(topic).count()
+        print(f"  -> Spark finds {found:,} duplicated values")
+        for attempt in ("cold", "warm"):
+            timed(f"history_join from the JSON Lines file, {attempt}",
+                  lambda: run(inspector.history_join(topic, path)))
+        timed("history_join from the History in memory",
+              lambda: run(inspector.history_join(topic, history)))
+        joined = inspector.history_join(topic, path)
+        twice = joined.where("times_read > 1").count()
+        print(f"  -> values read more than once: {twice:,}")
+
+        print("\nread-back as checker Reads")
+        reads = timed("confluent consumer + decode (pure Python)",
+                      lambda: read_back(cluster.bootstrap_servers, topic, partitions, total))
+        spark_reads = timed("Inspector.reads (Spark -> pandas -> Read)",
+                            lambda: inspector.reads(topic))
+        print(f"  -> {len(reads):,} and {len(spark_reads):,} reads")
+
+        print("\nPython checker (on the consumer's reads)")
+        py_dups = timed("checker.duplicates", lambda: checker.duplicates(reads))
+        result = timed("checker.check (every detector)", lambda: checker.check(
+            history, reads, allowed={checker.DUPLICATES}))
+        print(f"  -> checker finds {len(py_dups):,} duplicated values; "
+              f"{result.summary()}")
+        inspector.stop()
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

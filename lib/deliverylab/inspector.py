@@ -1,0 +1,744 @@
+"""The Inspector: topics as Spark DataFrames, and the checkers' questions asked in Spark.
+
+Why Spark at all, when the Python :mod:`~deliverylab.checker` can judge a run? Because
+the course's evidence must come from a reader that shares nothing with the clients
+under test: Spark's Kafka connector is a different client (Java, its own offset
+handling, its own isolation setting) looking at the same log. When Spark's view and the
+checker's agree, the finding is about the log, not about our Python.
+
+Three facts shape every method here (see the design guide):
+
+- Spark's Kafka source defaults to ``read_uncommitted``; we always pass
+  ``kafka.isolation.level`` explicitly, so a view says which reader it is.
+- Transactional topics have offset gaps (commit/abort markers take an offset each, and
+  ``read_committed`` skips aborted records): records are always *counted*, never
+  derived from offset ranges.
+- The last stable offset (LSO) holds ``read_committed`` back while a transaction is
+  open: offsets at or past it are *pending*, neither committed nor aborted yet.
+
+One SparkSession serves the whole kernel (starting one takes seconds and a JVM); every
+:class:`Inspector` shares it, and it is stopped when the Python process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from . import clients, dist
+from .errors import JarsUnavailable, LabError, bad_value
+from .history import History, Op, Read
+from .java import find_java, java_home
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ISOLATIONS: tuple[str, ...] = ("read_committed", "read_uncommitted")
+MASTER_ENV = "DELIVERYLAB_SPARK_MASTER"
+DEFAULT_MASTER = "local[2]"
+
+#: The connector's entry point: loadable iff ``format("kafka")`` will work.
+_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+
+#: Offset kinds in :meth:`Inspector.offset_gaps`.
+MARKER, ABORTED, PENDING = "marker", "aborted", "pending"
+
+_session: SparkSession | None = None
+_session_lock = threading.Lock()
+
+
+def _say(message: str) -> None:
+    print(f"[inspector] {message}", flush=True)
+
+
+# --- the one SparkSession -----------------------------------------------------------
+
+
+def _alive(spark: SparkSession | None) -> bool:
+    """A session is usable until someone calls ``stop()`` on it (ours or their own)."""
+    if spark is None:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is spark.sparkContext and (
+        spark.sparkContext._jsc is not None
+    )
+
+
+def _connector_jars() -> list[Path]:
+    """The cached connector jars; fetch them (once, online) only if the cache is empty."""
+    try:
+        jars = dist.spark_connector_jars(fetch=False)
+    except JarsUnavailable:
+        _say("Spark's Kafka connector is not cached yet: fetching it from Maven Central "
+             "(first time only, needs the network)...")
+        jars = dist.spark_connector_jars(fetch=True)
+    if not any(j.name.startswith("spark-sql-kafka-0-10") for j in jars):
+        raise JarsUnavailable(
+            f"the cache holds no spark-sql-kafka-0-10 jar ({', '.join(j.name for j in jars)}"
+            f" found in {dist.cache_dir()}): run `make setup` (or "
+            "`python -m deliverylab.setup`) while online")
+    return jars
+
+
+# Spark's driver log, cut to errors: its start-up warnings (hostname, native Hadoop,
+# "default log4j profile") are noise in a notebook, while real errors must stay visible.
+_LOG4J2 = """\
+status = error
+appender.err.type = Console
+appender.err.name = ERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [spark] %-5p %m (%c{1})%n
+rootLogger.level = error
+rootLogger.appenderRef.err.ref = ERR
+"""
+
+
+def _log_config() -> Path:
+    path = dist.cache_dir() / "inspector-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        path.write_text(_LOG4J2)
+    return path
+
+
+def _has_connector(spark: SparkSession) -> bool:
+    """Can this session's JVM load the Kafka source? (A session someone else started
+    without the connector cannot gain it: Spark fixes its classpath at launch.)"""
+    try:
+        loader = spark._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        spark._jvm.java.lang.Class.forName(_KAFKA_PROVIDER, False, loader)
+        return True
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False
+
+
+def session(master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+    """The kernel's SparkSession with Kafka's connector, started on first use.
+
+    ``master`` (else ``$DELIVERYLAB_SPARK_MASTER``, else ``local[2]``) only matters for
+    the first call: a running session is reused, because a second JVM per kernel would
+    double the memory and Spark allows one SparkContext per process anyway. ``conf``
+    adds Spark settings (e.g. ``{"spark.driver.memory": "4g"}``) for that first start.
+
+    The connector jars come from the lab's cache through ``spark.jars`` (never
+    ``spark.jars.packages``), so a session starts offline once ``make setup`` has run.
+    """
+    global _session
+    with _session_lock:
+        wanted = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+        if _alive(_session):
+            running = _session.sparkContext.master
+            if master and master != running:
+                _say(f"Spark is already running on {running}; reusing it (call "
+                     f"Inspector.stop() first to switch to {master})")
+            return _session
+        _session = _start(wanted, conf or {})
+        return _session
+
+
+def _start(master: str, conf: dict[str, str]) -> SparkSession:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    jars = _connector_jars()
+    connector = next(j for j in jars if j.name.startswith("spark-sql-kafka-0-10"))
+    foreign = SparkContext._active_spark_context
+    if foreign is not None:
+        # getOrCreate() would silently return it, ignoring spark.jars: check, don't hope.
+        spark = SparkSession(foreign)
+        if not _has_connector(spark):
+            raise JarsUnavailable(
+                f"a SparkSession without Kafka's connector is already running in this "
+                f"Python process (master {foreign.master}); Spark cannot add jars to a "
+                "running JVM. Call spark.stop() on it, or restart the kernel, and create "
+                "the Inspector first")
+        _say(f"reusing the SparkSession already running on {foreign.master}")
+        return spark
+
+    # Spark 4 needs Java 17+, and its launcher reads JAVA_HOME, not PATH.
+    home = java_home()
+    if os.environ.get("JAVA_HOME") != home:
+        if os.environ.get("JAVA_HOME"):
+            _say(f"JAVA_HOME={os.environ['JAVA_HOME']} is not Java 17+; using {home}")
+        os.environ["JAVA_HOME"] = home
+    find_java()  # raises JavaNotFound with a one-line fix
+
+    _say(f"starting Spark ({master}) with Kafka connector {connector.name} "
+         "- this takes 10-30 seconds...")
+    t0 = time.monotonic()
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("deliverylab-inspector")
+        .config("spark.jars", ",".join(str(j) for j in jars))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # progress bars garble notebooks
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={_log_config()}")
+    )
+    if master.startswith("local"):
+        # The driver talks only to itself; the hostname may not resolve (or resolve
+        # to a public address), so pin everything to loopback. A real cluster's
+        # executors must reach the driver, so there we leave Spark's defaults.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", "4")
+        )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    # A JVM launched earlier in this process (a session started, then stopped) keeps
+    # the classpath it was launched with: spark.jars cannot reach its driver any more.
+    relaunch = SparkContext._gateway is not None
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not _has_connector(spark):
+        spark.stop()
+        if relaunch:
+            raise JarsUnavailable(
+                "this Python process already ran a SparkSession without Kafka's connector, "
+                "and its JVM cannot gain the connector now: restart the kernel and create "
+                "the Inspector before any other SparkSession")
+        raise JarsUnavailable(
+            f"Spark started but cannot load Kafka's connector ({_KAFKA_PROVIDER}) from "
+            f"{connector}: the cached jar may be damaged; delete {connector.parent} and "
+            "run `make setup` again")
+    _say(f"Spark {spark.version} ready in {time.monotonic() - t0:.1f} s")
+    return spark
+
+
+def stop() -> None:
+    """Stop the kernel's SparkSession (the next Inspector call starts a new one)."""
+    global _session
+    with _session_lock:
+        if _alive(_session):
+            _session.stop()
+        _session = None
+
+
+def _stop_at_exit() -> None:
+    try:
+        stop()
+    except Exception:  # the JVM may already be gone; exiting must not print tracebacks
+        pass
+
+
+# On Unix pyspark's gateway JVM exits by itself when its Python parent dies, even by
+# SIGKILL (it exits on EOF of its stdin, a pipe from us); stopping explicitly at exit
+# also removes Spark's temporary directories.
+atexit.register(_stop_at_exit)
+
+
+# --- schemas -------------------------------------------------------------------------
+
+
+def _value_schema():
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    # FIELDS from values.py: producer, seq, payload.
+    return StructType([
+        StructField("producer", StringType()),
+        StructField("seq", LongType()),
+        StructField("payload", StringType()),
+    ])
+
+
+def _ops_schema():
+    from pyspark.sql.types import (
+        ArrayType,
+        DoubleType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    # The History's JSON Lines fields (Op), as Spark reads them.
+    return StructType([
+        StructField("process", StringType()),
+        StructField("kind", StringType()),
+        StructField("outcome", StringType()),
+        StructField("time", DoubleType()),
+        StructField("values", ArrayType(StringType())),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("txn", StringType()),
+        StructField("error", StringType()),
+        StructField("detail", StringType()),
+    ])
+
+
+# --- the Inspector ---------------------------------------------------------------------
+
+
+class Inspector:
+    """Read-only views of a Kafka cluster's topics, as Spark DataFrames.
+
+    ``cluster`` is a bootstrap address (``"127.0.0.1:9092,127.0.0.1:9093"``) or any object
+    with ``.bootstrap_servers`` (a lab :class:`~deliverylab.cluster.Cluster`), so the same
+    chapter works against local brokers, docker compose or an external cluster. An
+    object's ``.direct_bootstrap_servers`` wins when it has one: the evidence must not
+    pass through the fault proxies the Nemesis is breaking.
+    Construction starts (or reuses) the kernel's SparkSession, which takes seconds.
+    """
+
+    def __init__(
+        self,
+        cluster: Any,
+        master: str | None = None,
+        conf: dict[str, str] | None = None,
+        timeout: float = 15.0,
+    ) -> None:
+        bootstrap = cluster
+        if not isinstance(cluster, str):
+            for attr in ("direct_bootstrap_servers", "bootstrap_servers"):
+                found = getattr(cluster, attr, None)
+                found = found() if callable(found) else found
+                if isinstance(found, str) and found:
+                    bootstrap = found
+                    break
+        if not isinstance(bootstrap, str) or not bootstrap.strip():
+            raise bad_value("cluster", cluster,
+                            "a bootstrap address 'host:port[,host:port]' or an object "
+                            "with .bootstrap_servers (e.g. a Cluster)")
+        self.bootstrap_servers = bootstrap.strip()
+        self.timeout = timeout
+        self._admin = AdminClient(clients.config(self.bootstrap_servers))
+        self.spark = session(master, conf)
+
+    def __repr__(self) -> str:
+        return f"<Inspector {self.bootstrap_servers} spark={self.spark.sparkContext.master}>"
+
+    @property
+    def spark(self) -> SparkSession:
+        """The kernel's session, restarted transparently if someone stopped it."""
+        if not _alive(self._spark):
+            self._spark = session()
+        return self._spark
+
+    @spark.setter
+    def spark(self, value: SparkSession) -> None:
+        self._spark = value
+
+    @staticmethod
+    def stop() -> None:
+        """Stop the kernel's SparkSession (shared by every Inspector)."""
+        stop()
+
+    # --- Kafka metadata (confluent-kafka: small and exact, no Spark job needed) ------
+
+    def _partitions(self, name: str) -> list[int]:
+        try:
+            meta = self._admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise LabError(
+                f"cannot reach Kafka at {self.bootstrap_servers} within {self.timeout} s "
+                f"({exc.args[0].str() if exc.args else exc}): is the cluster running?"
+            ) from exc
+        if not isinstance(name, str) or name not in meta.topics:
+            topics = sorted(t for t in meta.topics if not t.startswith("__"))
+            raise bad_value("name", name,
+                            f"an existing topic ({', '.join(topics) or 'none exist yet'})")
+        return sorted(meta.topics[name].partitions)
+
+    def bounds(self, name: str) -> list[dict[str, int]]:
+        """Per partition: log start offset, high watermark and last stable offset.
+
+        Asked with ListOffsets, once per isolation level: for ``read_committed`` the
+        broker answers "latest" with the LSO (librdkafka honours the isolation level
+        here since 1.8; ``Consumer.get_watermark_offsets`` without it would give the high
+        watermark in both cases).
+        """
+        parts = [TopicPartition(name, p) for p in self._partitions(name)]
+
+        def ask(spec: OffsetSpec, isolation: IsolationLevel) -> dict[int, int]:
+            futures = self._admin.list_offsets(
+                {tp: spec for tp in parts}, isolation_level=isolation,
+                request_timeout=self.timeout)
+            try:
+                return {tp.partition: f.result().offset for tp, f in futures.items()}
+            except KafkaException as exc:
+                raise LabError(f"could not list offsets of topic {name!r} at "
+                               f"{self.bootstrap_servers}: {exc.args[0].str()}") from exc
+
+        start = ask(OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED)
+        high = ask(OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
+        stable = ask(OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        return [
+            {"partition": p, "log_start_offset": start[p], "high_watermark": high[p],
+             "last_stable_offset": stable[p]}
+            for p in sorted(start)
+        ]
+
+    def wait_stable(self, name: str, timeout: float = 30.0) -> list[dict[str, int]]:
+        """Wait until no transaction is open on ``name`` (LSO = high watermark everywhere).
+
+        Why: ``commit_transaction()`` returns once the coordinator has *decided*; the
+        commit markers reach the partitions a little later, and until then
+        read_committed stops short of the committed records. Call this after a run
+        (the "final drain") so the views show outcomes rather than that instant.
+        Returns the final :meth:`bounds`; raises ``LabError`` naming the partitions
+        still held back (a producer that died mid-transaction holds them until
+        ``transaction.timeout.ms`` expires).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            bounds = self.bounds(name)
+            held = [b for b in bounds if b["last_stable_offset"] < b["high_watermark"]]
+            if not held:
+                return bounds
+            if time.monotonic() >= deadline:
+                where = ", ".join(f"partition {b['partition']} (LSO {b['last_stable_offset']}"
+                                  f" < high watermark {b['high_watermark']})" for b in held)
+                raise LabError(f"topic {name!r} still has an open transaction after "
+                               f"{timeout} s: {where}. A producer that died mid-transaction "
+                               "holds it until the broker's transaction.timeout.ms aborts it")
+            time.sleep(0.1)
+
+    # --- reading topics ---------------------------------------------------------------
+
+    def _raw(self, name: str, isolation: str, bounds: list[dict[str, int]]) -> DataFrame:
+        """Spark's batch read of one topic under one isolation level.
+
+        The end is pinned to the offsets "latest" meant when the view was asked for
+        (high watermark, or LSO for read_committed): every action on the DataFrame then
+        reads the same records, even while producers keep writing.
+        """
+        end_key = "last_stable_offset" if isolation == "read_committed" else "high_watermark"
+        ending = json.dumps({name: {str(b["partition"]): b[end_key] for b in bounds}})
+        reader = (
+            self.spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+            .option("kafka.isolation.level", isolation)
+            .option("subscribe", name)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", ending)
+            .option("includeHeaders", "true")
+        )
+        try:
+            return reader.load()
+        except Exception as exc:
+            text = str(exc)
+            if "Failed to find data source: kafka" in text or "DATA_SOURCE_NOT_FOUND" in text:
+                raise JarsUnavailable(
+                    "Spark says 'Failed to find data source: kafka': this SparkSession was "
+                    "started without Kafka's connector (spark-sql-kafka-0-10). Restart the "
+                    "kernel and create the Inspector before any other SparkSession") from exc
+            raise
+
+    @staticmethod
+    def _check_isolation(isolation: str) -> str:
+        if isolation not in ISOLATIONS:
+            raise bad_value("isolation", isolation, "'read_committed' or 'read_uncommitted'")
+        return isolation
+
+    def topic(self, name: str, isolation: str = "read_committed") -> DataFrame:
+        """The records of ``name`` as one isolation level sees them, values decoded.
+
+        Columns: topic, partition, offset, timestamp, key (string), headers, producer,
+        seq, payload_length, value (``"producer:seq"``, the History's and checker's
+        spelling). Records that are not lab values (other JSON, not JSON, tombstones)
+        get nulls there instead of failing the job: a topic is evidence, and one odd
+        record must not hide the rest.
+        """
+        self._check_isolation(isolation)
+        return self._view(name, isolation, self.bounds(name))
+
+    def _view(self, name: str, isolation: str, bounds: list[dict[str, int]]) -> DataFrame:
+        """One isolation level's records, decoded (the body of :meth:`topic`)."""
+        from pyspark.sql import functions as F
+
+        raw = self._raw(name, isolation, bounds)
+        # PERMISSIVE: malformed JSON gives nulls, never an error (even with ANSI on).
+        v = F.from_json(F.col("value").cast("string"), _value_schema(), {"mode": "PERMISSIVE"})
+        lab = F.col("v.producer").isNotNull() & F.col("v.seq").isNotNull()
+        return raw.select(
+            "topic", "partition", "offset", "timestamp",
+            F.col("key").cast("string").alias("key"), "headers", v.alias("v"),
+        ).select(
+            "topic", "partition", "offset", "timestamp", "key", "headers",
+            F.col("v.producer").alias("producer"),
+            F.col("v.seq").alias("seq"),
+            F.length("v.payload").alias("payload_length"),
+            F.when(lab, F.concat_ws(":", "v.producer", F.col("v.seq").cast("string")))
+            .alias("value"),
+        )
+
+    def reads(self, name: str, isolation: str = "read_committed") -> list[Read]:
+        """The read-back as the checker's :class:`~deliverylab.history.Read` list.
+
+        So Spark and the Python checker can be pointed at the *same* read of one run;
+        ``reader`` is the isolation level, as the checker recommends.
+        """
+        pdf = self.topic(name, isolation).select("partition", "offset", "value").toPandas()
+        return [
+            Read(name, int(p), int(o), v if isinstance(v, str) else None, isolation)
+            for p, o, v in zip(pdf["partition"], pdf["offset"], pdf["value"], strict=True)
+        ]
+
+    # --- views ------------------------------------------------------------------------
+
+    def duplicates(self, name: str, isolation: str = "read_committed") -> DataFrame:
+        """Values stored more than once: the checker's ``duplicates``, in Spark.
+
+        Columns: topic, value, producer, seq, copies, offsets (sorted
+        ``[partition, offset]`` pairs, the checker's format). Copies in different
+        partitions count too: a value is unique per topic, not per partition.
+        """
+        from pyspark.sql import functions as F
+
+        return (
+            self.topic(name, isolation)
+            .where(F.col("value").isNotNull())
+            .groupBy("topic", "value", "producer", "seq")
+            .agg(
+                F.count("*").alias("copies"),
+                F.sort_array(F.collect_list(F.array(F.col("partition").cast("long"),
+                                                    "offset"))).alias("offsets"),
+            )
+            .where(F.col("copies") > 1)
+            .orderBy("producer", "seq")
+        )
+
+    def aborted(self, name: str) -> DataFrame:
+        """Records of aborted transactions: read_uncommitted minus read_committed.
+
+        Only below the last stable offset: past it a transaction is still open, and its
+        records are *pending* (see :meth:`offset_gaps`), not aborted.
+        """
+        from pyspark.sql import functions as F
+
+        bounds = self.bounds(name)
+        pair = self._decoded_pair(name, bounds)
+        lso = self.spark.createDataFrame(
+            [(b["partition"], b["last_stable_offset"]) for b in bounds], "partition int, lso long")
+        return (
+            pair["read_uncommitted"]
+            .join(lso, "partition")
+            .where(F.col("offset") < F.col("lso"))
+            .drop("lso")
+            .join(pair["read_committed"].select("partition", "offset"),
+                  ["partition", "offset"], "left_anti")
+            .orderBy("partition", "offset")
+        )
+
+    def _decoded_pair(self, name: str, bounds: list[dict[str, int]]) -> dict[str, DataFrame]:
+        """Both isolation views pinned to the *same* bounds, so their difference is exact."""
+        return {isolation: self._view(name, isolation, bounds) for isolation in ISOLATIONS}
+
+    def offset_gaps(self, name: str, isolation: str = "read_committed") -> DataFrame:
+        """Offsets the reader skipped, per partition, in runs of one kind.
+
+        Columns: partition, first_offset, last_offset, size, kind, where kind is
+
+        - ``marker``: no isolation level returns it: a transaction's commit or abort
+          marker (on a compacted topic, also a record compaction removed);
+        - ``aborted``: only read_uncommitted returns it: a record of an aborted
+          transaction (read_committed views only);
+        - ``pending``: at or past the last stable offset: an open transaction holds
+          read_committed back here (read_committed views only).
+
+        The range examined is [log start, high watermark): a marker at the very end of
+        a partition (every committed transaction ends with one) is a gap too.
+        """
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        self._check_isolation(isolation)
+        bounds = self.bounds(name)
+        b = self.spark.createDataFrame(
+            [(x["partition"], x["log_start_offset"], x["high_watermark"],
+              x["last_stable_offset"]) for x in bounds],
+            "partition int, start long, hw long, lso long")
+        pair = self._decoded_pair(name, bounds) if isolation == "read_committed" else {
+            isolation: self._raw(name, isolation, bounds)}
+        seen = pair[isolation].select("partition", "offset")
+        # Sentinels just outside [start, hw) make leading and trailing gaps visible.
+        edges = b.select("partition", (F.col("start") - 1).alias("offset")).unionByName(
+            b.select("partition", F.col("hw").alias("offset")))
+        by_offset = Window.partitionBy("partition").orderBy("offset")
+        gaps = (
+            seen.unionByName(edges)
+            .withColumn("next", F.lead("offset").over(by_offset))
+            .where(F.col("next") - F.col("offset") > 1)
+            .select("partition",
+                    F.explode(F.sequence(F.col("offset") + 1, F.col("next") - 1))
+                    .alias("offset"))
+            .join(b.select("partition", "lso"), "partition")
+        )
+        if isolation == "read_committed":
+            other = pair["read_uncommitted"].select(
+                "partition", "offset", F.lit(True).alias("in_other"))
+            gaps = gaps.join(other, ["partition", "offset"], "left")
+            kind = (F.when(F.col("offset") >= F.col("lso"), F.lit(PENDING))
+                    .when(F.col("in_other"), F.lit(ABORTED))
+                    .otherwise(F.lit(MARKER)))
+        else:
+            kind = F.lit(MARKER)
+        # Gaps and islands: consecutive offsets of one kind share offset - row_number.
+        by_kind = Window.partitionBy("partition", "kind").orderBy("offset")
+        return (
+            gaps.withColumn("kind", kind)
+            .withColumn("island", F.col("offset") - F.row_number().over(by_kind))
+            .groupBy("partition", "kind", "island")
+            .agg(F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
+                 F.count("*").alias("size"))
+            .select("partition", "first_offset", "last_offset", "size", "kind")
+            .orderBy("partition", "first_offset")
+        )
+
+    def partition_summary(self, name: str) -> DataFrame:
+        """Per partition: records counted under each isolation level beside the offsets.
+
+        Columns: partition, records_committed, records_uncommitted, first_offset,
+        last_offset (of records read uncommitted), log_start_offset, high_watermark,
+        last_stable_offset, offset_span (high watermark - log start). ``offset_span``
+        is there to be compared, not used: on a transactional topic it exceeds the
+        record count by the markers (and aborted records), and an LSO below the high
+        watermark means a transaction is open right now.
+        """
+        from pyspark.sql import functions as F
+
+        bounds = self.bounds(name)
+        pair = self._decoded_pair(name, bounds)
+        uncommitted = pair["read_uncommitted"].groupBy("partition").agg(
+            F.count("*").alias("records_uncommitted"),
+            F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"))
+        committed = pair["read_committed"].groupBy("partition").agg(
+            F.count("*").alias("records_committed"))
+        b = self.spark.createDataFrame(
+            [(x["partition"], x["log_start_offset"], x["high_watermark"],
+              x["last_stable_offset"]) for x in bounds],
+            "partition int, log_start_offset long, high_watermark long, "
+            "last_stable_offset long")
+        return (
+            b.join(committed, "partition", "left")
+            .join(uncommitted, "partition", "left")
+            .fillna(0, ["records_committed", "records_uncommitted"])
+            .select("partition", "records_committed", "records_uncommitted", "first_offset",
+                    "last_offset", "log_start_offset", "high_watermark", "last_stable_offset",
+                    (F.col("high_watermark") - F.col("log_start_offset")).alias("offset_span"))
+            .orderBy("partition")
+        )
+
+    # --- the History beside the log --------------------------------------------------
+
+    def history_frame(self, history: History | Iterable[Op] | str | Path) -> DataFrame:
+        """A History as a Spark DataFrame of ops (a saved JSON Lines file or in memory)."""
+        import pandas as pd
+
+        if isinstance(history, (str, Path)):
+            path = Path(history)
+            if not path.is_file():
+                raise bad_value("history", str(history),
+                                "a History, or the path of a file written by History.save()")
+            return self.spark.read.schema(_ops_schema()).json(str(path))
+        ops = list(history) if isinstance(history, Iterable) else None
+        if ops is None or not all(isinstance(op, Op) for op in ops):
+            raise bad_value("history", history, "a History, a list of Op, or a saved path")
+        cols = [f.name for f in _ops_schema().fields]
+        pdf = pd.DataFrame(
+            [(o.process, o.kind, o.outcome, float(o.time), list(o.values), o.topic,
+              o.partition, o.offset, o.txn, o.error, o.detail) for o in ops],
+            columns=cols,
+        )
+        for col in ("partition", "offset"):
+            pdf[col] = pdf[col].astype("Int64")
+        return self.spark.createDataFrame(pdf, schema=_ops_schema())
+
+    def history_join(
+        self,
+        name: str,
+        history: History | Iterable[Op] | str | Path,
+        isolation: str = "read_committed",
+    ) -> DataFrame:
+        """For every value sent to ``name``: what the client was told, and what the log holds.
+
+        Columns: value, producer, seq, outcome (over all its sends, strongest first:
+        ok, then info, then fail), sends, txn, txn_fate (committed / aborted / unknown,
+        by the checker's rule, or null outside transactions), times_read, offsets.
+        ``times_read`` 0 for an ``ok`` send of a committed value is a loss; more than 1
+        is a duplicate; 0 for ``info`` is the course's point: nobody promised either.
+        Sends recorded without a topic count for every topic, as in the checker.
+        The History is read when this is called; the topic, when the view is computed.
+        """
+        from pyspark.sql import functions as F
+
+        self._check_isolation(isolation)
+        # Read the History once, here: it is needed twice below (fates, sends) and,
+        # unlike a topic, it does not change. Only the ops that matter are kept.
+        ops = (
+            self.history_frame(history)
+            .select("kind", "outcome", "values", "topic", "txn")
+            .where(((F.col("kind") == "send")
+                    & (F.col("topic").isNull() | (F.col("topic") == name)))
+                   | F.col("kind").isin("commit_txn", "abort_txn"))
+            .localCheckpoint(eager=True)
+        )
+        # Transaction fates, the checker's rule (checker.txn_fates): committed if a
+        # commit_txn ended ok; else aborted if an abort_txn ended ok; else unknown if a
+        # commit_txn ended info; else aborted (the coordinator aborts a dead producer's).
+        def seen(kind: str, outcome: str):
+            hit = (F.col("kind") == kind) & (F.col("outcome") == outcome)
+            return F.max(F.when(hit, 1).otherwise(0))
+
+        fates = (
+            ops.where(F.col("txn").isNotNull())
+            .groupBy("txn")
+            .agg(seen("commit_txn", "ok").alias("c_ok"), seen("abort_txn", "ok").alias("a_ok"),
+                 seen("commit_txn", "info").alias("c_info"))
+            .select("txn", F.when(F.col("c_ok") == 1, "committed")
+                    .when(F.col("a_ok") == 1, "aborted")
+                    .when(F.col("c_info") == 1, "unknown")
+                    .otherwise("aborted").alias("txn_fate"))
+        )
+        rank = (F.when(F.col("outcome") == "ok", 2)
+                .when(F.col("outcome") == "info", 1).otherwise(0))
+        sends = (
+            ops.where(F.col("kind") == "send")
+            .select(F.explode("values").alias("value"), "outcome", "txn")
+            .groupBy("value")
+            .agg(F.max(rank).alias("rank"), F.count("*").alias("sends"),
+                 F.first("txn", ignorenulls=True).alias("txn"))
+            .select("value", F.element_at(F.array(F.lit("fail"), F.lit("info"), F.lit("ok")),
+                                          F.col("rank") + 1).alias("outcome"), "sends", "txn")
+        )
+        read = (
+            self.topic(name, isolation)
+            .where(F.col("value").isNotNull())
+            .groupBy("value")
+            .agg(F.count("*").alias("times_read"),
+                 F.sort_array(F.collect_list(F.array(F.col("partition").cast("long"),
+                                                     "offset"))).alias("offsets"))
+        )
+        # Split on the last colon, as parse_value does (a producer id may hold colons).
+        seq = F.substring_index("value", ":", -1)
+        producer = F.expr("left(value, length(value) - length(substring_index(value, ':', -1))"
+                          " - 1)")
+        return (
+            # One row per transaction: broadcast it, or the rows without a txn (all of
+            # them, outside transactions) would meet on one shuffle partition.
+            sends.join(F.broadcast(fates), "txn", "left")
+            .join(read, "value", "left")
+            .select(
+                "value",
+                producer.alias("producer"),
+                seq.cast("long").alias("seq"),
+                "outcome", "sends", "txn", "txn_fate",
+                F.coalesce("times_read", F.lit(0)).alias("times_read"),
+                F.coalesce("offsets", F.array().cast("array<array<bigint>>")).alias("offsets"),
+            )
+            .orderBy("producer", "seq")
+        )

@@ -1,0 +1,326 @@
+"""The Inspector on real brokers and real Spark, checked against the Python checker.
+
+Each scenario writes values whose places are known from the producers' own delivery
+reports (the History), then asks Spark and the checker the same question. Expected
+offsets come from the delivery reports, never from assumptions about the log layout,
+so a marker is "an offset no send was acknowledged at".
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from deliverylab import checker, plots
+from deliverylab.clients import config
+from deliverylab.cluster import Cluster
+from deliverylab.errors import BadValue
+from deliverylab.history import History, outcome_of
+from deliverylab.inspector import Inspector
+from deliverylab.values import encode, key
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+
+@pytest.fixture(scope="module")
+def cluster1() -> Iterator[Cluster]:
+    with Cluster.start(brokers=1) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def inspector(cluster1: Cluster) -> Inspector:
+    return Inspector(cluster1)
+
+
+def new_topic(cluster: Cluster, partitions: int) -> str:
+    return cluster.create_topic(f"insp-{uuid.uuid4().hex[:8]}", partitions=partitions)
+
+
+class Recorder:
+    """A producer that records every send's outcome and place in a History."""
+
+    def __init__(self, cluster: Cluster, topic: str, history: History, process: str,
+                 **settings: object) -> None:
+        self.topic, self.history, self.process = topic, history, process
+        self.producer = Producer(config(cluster.bootstrap_servers, acks="all", **settings))
+        self.txn: str | None = None
+
+    def send(self, seq: int, partition: int = 0) -> None:
+        value, txn = f"{self.process}:{seq}", self.txn
+
+        def done(err, msg) -> None:
+            self.history.record(self.process, "send", outcome_of(err), [value],
+                                topic=self.topic, partition=msg.partition(),
+                                offset=msg.offset() if err is None else None, txn=txn,
+                                error=err)
+
+        self.producer.produce(self.topic, encode(self.process, seq), key(self.process),
+                              partition=partition, on_delivery=done)
+
+    def flush(self) -> None:
+        assert self.producer.flush(30) == 0, "messages still queued after 30 s"
+
+
+def acked_at(history: History, values: set[str] | None = None) -> dict[str, list[list[int]]]:
+    """value -> sorted [partition, offset] of its acknowledged sends."""
+    out: dict[str, list[list[int]]] = {}
+    for op in history:
+        if op.kind == "send" and op.outcome == "ok" and (values is None or op.values[0] in values):
+            out.setdefault(op.values[0], []).append([op.partition, op.offset])
+    return {v: sorted(places) for v, places in out.items()}
+
+
+# --- a duplicated value ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def duplicated(cluster1: Cluster) -> tuple[str, History]:
+    """Ten values over three partitions, value 4 written twice on purpose."""
+    topic, history = new_topic(cluster1, 3), History()
+    rec = Recorder(cluster1, topic, history, "dup")
+    for seq in range(10):
+        rec.send(seq, partition=seq % 3)
+    rec.send(4, partition=2)  # the same value again, in another partition
+    rec.flush()
+    assert len(history) == 11 and all(op.outcome == "ok" for op in history)
+    return topic, history
+
+
+def test_duplicate_shows_in_spark_and_in_checker(inspector, duplicated) -> None:
+    topic, history = duplicated
+    spark_dups = inspector.duplicates(topic).toPandas()
+    assert list(spark_dups["value"]) == ["dup:4"]
+    row = spark_dups.iloc[0]
+    assert row["copies"] == 2 and (row["producer"], row["seq"]) == ("dup", 4)
+    expected = acked_at(history, {"dup:4"})["dup:4"]
+    assert [list(map(int, pair)) for pair in row["offsets"]] == expected
+
+    reads = inspector.reads(topic)
+    py_dups = checker.duplicates(reads)
+    assert [(d["value"], d["copies"], d["offsets"]) for d in py_dups] == [
+        ("dup:4", 2, expected)]
+    result = checker.check(history, reads, allowed={checker.DUPLICATES})
+    assert result.counts[checker.DUPLICATES] == 1 and result.counts[checker.LOST] == 0
+
+
+def test_reads_agree_with_spark_topic_and_history(inspector, duplicated) -> None:
+    topic, history = duplicated
+    reads = inspector.reads(topic, "read_uncommitted")
+    assert {r.reader for r in reads} == {"read_uncommitted"}
+    spark_rows = inspector.topic(topic, "read_uncommitted").select(
+        "partition", "offset", "value").collect()
+    assert sorted((r.partition, r.offset, r.value) for r in reads) == sorted(
+        (r["partition"], r["offset"], r["value"]) for r in spark_rows)
+    # Every record sits where its send's delivery report said.
+    from_history = sorted((p, o, v) for v, places in acked_at(history).items()
+                          for p, o in places)
+    assert sorted((r.partition, r.offset, r.value) for r in reads) == from_history
+
+
+def test_history_join_counts_reads_per_value(inspector, duplicated, tmp_path) -> None:
+    topic, history = duplicated
+    path = history.save(tmp_path / "history.jsonl")
+    for source in (history, path):  # in memory and as the saved JSON Lines file
+        joined = inspector.history_join(topic, source).toPandas().set_index("value")
+        assert len(joined) == 10
+        assert set(joined["outcome"]) == {"ok"}
+        assert joined.loc["dup:4", "times_read"] == 2 and joined.loc["dup:4", "sends"] == 2
+        assert (joined.drop(index="dup:4")["times_read"] == 1).all()
+        assert joined["txn_fate"].isna().all()
+
+
+def test_partition_summary_counts_records(inspector, duplicated) -> None:
+    topic, _ = duplicated
+    summary = inspector.partition_summary(topic).toPandas()
+    assert list(summary["partition"]) == [0, 1, 2]
+    # 0,3,6,9 | 1,4,7 | 2,5,8 + the second copy of 4
+    assert list(summary["records_committed"]) == [4, 3, 4]
+    assert (summary["records_uncommitted"] == summary["records_committed"]).all()
+    assert (summary["high_watermark"] == summary["last_stable_offset"]).all()
+    assert (summary["offset_span"] == summary["records_committed"]).all()  # no markers here
+
+
+# --- an aborted transaction ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def transactional(cluster1: Cluster, inspector: Inspector) -> tuple[str, History]:
+    """One aborted then one committed transaction, each writing to both partitions."""
+    topic, history = new_topic(cluster1, 2), History()
+    rec = Recorder(cluster1, topic, history, "txn",
+                   **{"transactional.id": f"insp-{topic}", "enable.idempotence": True})
+    rec.producer.init_transactions(30)
+    for n, (first, commit) in enumerate(((0, False), (4, True))):
+        rec.txn = f"txn/{n}"
+        rec.producer.begin_transaction()
+        for seq in range(first, first + 4):
+            rec.send(seq, partition=seq % 2)
+        rec.flush()
+        if commit:
+            rec.producer.commit_transaction(30)
+        else:
+            rec.producer.abort_transaction(30)
+        history.record("txn", "commit_txn" if commit else "abort_txn", "ok", txn=rec.txn)
+    # commit_transaction() returns before the markers reach the partitions: until then
+    # read_committed stops at the LSO. Wait for the log to settle, as a run's drain does.
+    inspector.wait_stable(topic, timeout=30)
+    return topic, history
+
+
+ABORTED_VALUES = {f"txn:{s}" for s in range(4)}
+COMMITTED_VALUES = {f"txn:{s}" for s in range(4, 8)}
+
+
+def test_aborted_records_only_under_read_uncommitted(inspector, transactional) -> None:
+    topic, history = transactional
+    seen = {iso: {r.value for r in inspector.reads(topic, iso)}
+            for iso in ("read_committed", "read_uncommitted")}
+    assert seen["read_committed"] == COMMITTED_VALUES
+    assert seen["read_uncommitted"] == ABORTED_VALUES | COMMITTED_VALUES
+
+    aborted = inspector.aborted(topic).toPandas()
+    where = acked_at(history, ABORTED_VALUES)
+    assert sorted(aborted["value"]) == sorted(ABORTED_VALUES)
+    assert sorted([p, o] for p, o in zip(aborted["partition"], aborted["offset"],
+                                         strict=True)) == sorted(
+        place for places in where.values() for place in places)
+
+    # The checker, fed Spark's reads, agrees: aborted reads under read_uncommitted only.
+    for iso, expected in (("read_uncommitted", ABORTED_VALUES), ("read_committed", set())):
+        found = checker.aborted_reads(history, inspector.reads(topic, iso))
+        assert {f["value"] for f in found} == expected, iso
+    result = checker.check(history, inspector.reads(topic))
+    assert result.valid and result.counts[checker.LOST] == 0
+
+
+def test_offset_gap_for_each_marker_under_both_isolations(inspector, transactional) -> None:
+    topic, history = transactional
+    summary = inspector.partition_summary(topic).toPandas().set_index("partition")
+    records = {p: {o for places in acked_at(history).values() for q, o in places if q == p}
+               for p in (0, 1)}
+    aborted_offsets = {p: {o for places in acked_at(history, ABORTED_VALUES).values()
+                           for q, o in places if q == p} for p in (0, 1)}
+    views = {iso: inspector.offset_gaps(topic, iso).toPandas()
+             for iso in ("read_committed", "read_uncommitted")}
+    for p in (0, 1):
+        hw = int(summary.loc[p, "high_watermark"])
+        markers = set(range(hw)) - records[p]
+        assert len(markers) == 2, f"partition {p}: one abort and one commit marker"
+        assert summary.loc[p, "records_committed"] == 2
+        assert summary.loc[p, "records_uncommitted"] == 4
+        assert summary.loc[p, "offset_span"] == 6  # 4 records + 2 markers: never count spans
+        for iso, view in views.items():
+            gaps = view[view["partition"] == p]
+            by_kind: dict[str, set[int]] = {}
+            for g in gaps.itertuples():
+                assert g.size == g.last_offset - g.first_offset + 1
+                by_kind.setdefault(g.kind, set()).update(range(g.first_offset,
+                                                               g.last_offset + 1))
+            assert by_kind.get("marker") == markers, (iso, p)
+            # Each marker here stands alone: a gap of its own.
+            assert len(gaps[gaps["kind"] == "marker"]) == 2, (iso, p)
+            if iso == "read_committed":
+                assert by_kind.get("aborted") == aborted_offsets[p]
+            else:
+                assert "aborted" not in by_kind
+            assert "pending" not in by_kind
+
+
+def test_history_join_shows_transaction_fates(inspector, transactional) -> None:
+    topic, history = transactional
+    joined = inspector.history_join(topic, history).toPandas().set_index("value")
+    assert set(joined.index) == ABORTED_VALUES | COMMITTED_VALUES
+    for value in ABORTED_VALUES:
+        assert joined.loc[value, "txn_fate"] == "aborted"
+        assert joined.loc[value, "times_read"] == 0
+    for value in COMMITTED_VALUES:
+        assert joined.loc[value, "txn_fate"] == "committed"
+        assert joined.loc[value, "times_read"] == 1
+    uncommitted = inspector.history_join(topic, history, "read_uncommitted").toPandas()
+    assert (uncommitted["times_read"] == 1).all()
+
+
+def test_open_transaction_is_pending_not_aborted(cluster1, inspector) -> None:
+    topic, history = new_topic(cluster1, 1), History()
+    plain = Recorder(cluster1, topic, history, "plain")
+    plain.send(0)
+    plain.flush()  # offset 0: a record outside any transaction
+    rec = Recorder(cluster1, topic, history, "open",
+                   **{"transactional.id": f"insp-{topic}", "enable.idempotence": True})
+    rec.producer.init_transactions(30)
+    rec.producer.begin_transaction()
+    rec.txn = "open/0"
+    for seq in (1, 2):
+        rec.send(seq)
+    rec.flush()
+    try:
+        summary = inspector.partition_summary(topic).toPandas().iloc[0]
+        assert summary["high_watermark"] == 3 and summary["last_stable_offset"] == 1
+        gaps = inspector.offset_gaps(topic).toPandas()
+        assert list(zip(gaps["first_offset"], gaps["last_offset"], gaps["kind"],
+                        strict=True)) == [(1, 2, "pending")]
+        assert inspector.aborted(topic).count() == 0
+        assert inspector.topic(topic).count() == 1
+    finally:
+        rec.producer.commit_transaction(30)
+    inspector.wait_stable(topic, timeout=30)
+    gaps = inspector.offset_gaps(topic).toPandas()
+    assert list(zip(gaps["first_offset"], gaps["kind"], strict=True)) == [(3, "marker")]
+
+
+# --- odd records and bad arguments -----------------------------------------------------
+
+
+def test_non_lab_values_give_nulls_not_errors(cluster1, inspector) -> None:
+    topic = new_topic(cluster1, 1)
+    producer = Producer(config(cluster1.bootstrap_servers))
+    for value in (b"not json", b'{"producer": 5}', b"[1, 2]", None, b"\xff\xfe",
+                  encode("ok", 1, payload_size=10)):
+        producer.produce(topic, value, b"k", partition=0)
+    assert producer.flush(30) == 0
+    rows = inspector.topic(topic).orderBy("offset").collect()
+    assert [r["value"] for r in rows] == [None] * 5 + ["ok:1"]
+    assert rows[-1]["payload_length"] == 10 and rows[-1]["key"] == "k"
+    assert [r.value for r in inspector.reads(topic)] == [None] * 5 + ["ok:1"]
+
+
+def test_bad_arguments_name_the_value(inspector, duplicated) -> None:
+    topic, _ = duplicated
+    with pytest.raises(BadValue, match="isolation='serializable'.*read_committed"):
+        inspector.topic(topic, "serializable")
+    with pytest.raises(BadValue, match="name='no-such-topic'.*existing topic"):
+        inspector.duplicates("no-such-topic")
+    with pytest.raises(BadValue, match="cluster=42"):
+        Inspector(42)
+
+
+# --- plots ----------------------------------------------------------------------------
+
+
+def _is_png(path: Path) -> bool:
+    return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5_000
+
+
+def test_plots_render_to_png(inspector, duplicated, transactional, tmp_path) -> None:
+    topic, history = duplicated
+    reads = inspector.reads(topic)
+    faults = [{"time": 0.0, "name": "lose_ack"}, {"time": 0.01, "name": "kill_leader",
+                                                  "end": 0.02}]
+    fig = plots.timeline(history, faults, duplicates=checker.duplicates(reads),
+                         lost=checker.lost(history, reads), save=tmp_path / "timeline.png")
+    assert _is_png(tmp_path / "timeline.png")
+    assert fig._repr_png_()[:4] == b"\x89PNG"  # what Jupyter and papermill embed
+
+    txn_topic, _ = transactional
+    summary = inspector.partition_summary(txn_topic).toPandas()
+    plots.offset_strips(inspector.offset_gaps(txn_topic).toPandas(), summary,
+                        title="read_committed", save=tmp_path / "strips.png")
+    plots.offset_strips(inspector.offset_gaps(txn_topic, "read_uncommitted"), summary,
+                        aborted=inspector.aborted(txn_topic).toPandas(),
+                        title="read_uncommitted", save=tmp_path / "strips_uncommitted.png")
+    assert _is_png(tmp_path / "strips.png") and _is_png(tmp_path / "strips_uncommitted.png")
