@@ -37,6 +37,10 @@ def build_class_archive() -> None:
                       jvm_opts=[f"-XX:ArchiveClassesAtExit={partial}"])
     try:
         cluster.start()
+        # The JVM writes the archive (tens of MB) while it exits: give it time, since
+        # stop() would SIGKILL a node that takes longer than a normal shutdown.
+        cluster.backend.signal(1, "term")
+        cluster.backend.wait_exit(1, 180)
     finally:
         cluster.stop()
         shutil.rmtree(cluster.workdir, ignore_errors=True)
