@@ -9,8 +9,16 @@ BIN    := $(VENV)/bin
 DEPS   := $(VENV)/.deps-installed
 CACHE  := $(VENV)/.cache-filled
 PYTEST_ARGS ?=
+# Offline set-up from a folder made by `make bundle`: `make setup BUNDLE=path` (or
+# DELIVERYLAB_BUNDLE=path): pip installs from its wheels only, the jars come from it.
+BUNDLE ?= $(DELIVERYLAB_BUNDLE)
+BUNDLE_DIR ?= build/bundle
+ifneq ($(strip $(BUNDLE)),)
+export PIP_NO_INDEX := 1
+export PIP_FIND_LINKS := $(abspath $(BUNDLE))/wheels
+endif
 
-.PHONY: setup lab test lint matrix clean-cache clean
+.PHONY: setup lab test lint matrix clean-cache clean doctor bundle
 
 setup: $(CACHE)
 
@@ -24,11 +32,14 @@ $(DEPS): pyproject.toml
 # Kafka broker jars, Spark's Kafka connector and the broker class archive, in
 # ~/.cache/deliverylab (DELIVERYLAB_CACHE to move it). Re-checked on every run: cheap.
 $(CACHE): $(DEPS) FORCE
+	$(if $(strip $(BUNDLE)),$(BIN)/python -m deliverylab.bundle install $(BUNDLE))
 	$(BIN)/python -m deliverylab.setup
 	@touch $@
 
+# Bound to 127.0.0.1: a lab server must not be reachable from the network.
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=labs
+	$(BIN)/jupyter lab --notebook-dir=labs --ServerApp.ip=127.0.0.1 \
+		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lint: $(DEPS)
 	$(BIN)/ruff check .
@@ -41,6 +52,16 @@ SEEDS  ?= 20
 VALUES ?= 10000
 matrix: setup
 	$(BIN)/python -m deliverylab.matrix --seeds $(SEEDS) --values $(VALUES)
+
+# Classroom readiness: a pass/fail list with fixes (DOCKER=1 also checks the Docker path).
+doctor: $(DEPS)
+	$(BIN)/python -m deliverylab.doctor $(if $(filter-out 0,$(DOCKER)),--docker)
+
+# Everything set-up downloads, in one folder to copy: wheels, Kafka and connector jars.
+# BUNDLE_PLATFORMS="macosx_11_0_arm64 win_amd64" adds wheels for other machines.
+bundle: setup
+	$(BIN)/python -m deliverylab.bundle make $(BUNDLE_DIR) \
+	    $(foreach p,$(BUNDLE_PLATFORMS),--platform $(p))
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -2,18 +2,22 @@
 
 A Jupyter kernel restart is a SIGKILL: no ``atexit`` handler, no ``finally`` runs. So
 each cluster starts this tiny process with a pipe on its stdin. The owner writes
-``watch <pid>``/``forget <pid>``/``cleanup <dir>`` lines; when the pipe reaches EOF —
-which the kernel guarantees the moment the owner dies, however it dies — the reaper
-SIGKILLs every watched process group and removes the listed directories.
+``watch <pid>``/``forget <pid>``/``cleanup <dir>``/``exec <json argv>`` lines; when the
+pipe reaches EOF — which the kernel guarantees the moment the owner dies, however it
+dies — the reaper SIGKILLs every watched process group, runs the ``exec`` commands in
+order (the Docker backend's ``docker rm -f`` and ``docker network rm``: containers are
+not our children, so killing processes is not enough) and removes the listed directories.
 
 It runs in its own session so a Ctrl-C or a kernel interrupt does not reach it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 
 
@@ -29,6 +33,7 @@ def _kill_group(pid: int) -> None:
 def main() -> None:
     watched: set[int] = set()
     dirs: list[str] = []
+    commands: list[list[str]] = []
     for line in sys.stdin:
         verb, _, arg = line.strip().partition(" ")
         if verb == "watch":
@@ -37,11 +42,20 @@ def main() -> None:
             watched.discard(int(arg))
         elif verb == "cleanup":
             dirs.append(arg)
+        elif verb == "exec":
+            commands.append(json.loads(arg))
         elif verb == "release":  # the owner stopped the cluster itself
             watched.clear()
             dirs.clear()
+            commands.clear()
     for pid in watched:
         _kill_group(pid)
+    for argv in commands:
+        try:
+            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            continue
     for path in dirs:
         shutil.rmtree(path, ignore_errors=True)
 

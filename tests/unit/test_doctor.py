@@ -1,0 +1,173 @@
+"""Classroom readiness without brokers: the doctor's verdicts, the offline bundle's
+install side, the compose configuration, and the reaper's clean-up commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from deliverylab import bundle, dist, doctor
+from deliverylab.cluster import docker as dk
+from deliverylab.cluster.properties import ClusterSpec, NodePorts, server_properties
+from deliverylab.errors import JavaNotFound
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DELIVERYLAB_CACHE", str(cache))
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    return cache
+
+
+# ----------------------------------------------------------------------- doctor
+def test_every_check_says_pass_warn_or_fail_with_a_fix():
+    results = doctor.run()
+    names = {r.name for r in results}
+    assert {"python", "java", "memory", "ports", "kafka jars", "spark connector"} <= names
+    for r in results:
+        assert r.status in ("PASS", "WARN", "FAIL")
+        assert r.status == "PASS" or r.fix, f"{r.name} fails without saying how to fix it"
+        assert "\n" not in r.detail
+
+
+def test_too_little_memory_fails_and_says_what_to_do(monkeypatch):
+    import psutil
+
+    monkeypatch.setattr(psutil, "virtual_memory",
+                        lambda: SimpleNamespace(available=1 * doctor.GIB, total=4 * doctor.GIB))
+    check = doctor.check_memory()
+    assert check.status == "FAIL" and "1.0 GB available" in check.detail
+    assert "brokers=1" in check.fix
+    assert doctor.check_memory(students=10).detail.endswith("for 10 students")
+
+
+def test_missing_java_fails_with_the_install_line(monkeypatch):
+    from deliverylab import java
+
+    def no_java() -> str:
+        raise JavaNotFound("Java not found: Kafka brokers and Spark need Java 17 or newer.")
+
+    monkeypatch.setattr(java, "find_java", no_java)
+    check = doctor.check_java()
+    assert check.status == "FAIL" and "JAVA_HOME" in check.fix
+
+
+def test_empty_cache_fails_and_names_make_setup(empty_cache):
+    checks = {c.name: c for c in doctor.check_caches()}
+    assert checks["kafka jars"].status == "FAIL"
+    assert checks["spark connector"].status == "FAIL"
+    assert "make setup" in checks["kafka jars"].fix and "BUNDLE=" in checks["kafka jars"].fix
+    assert checks["class archive"].status == "WARN"
+
+
+def test_main_prints_one_line_per_check_and_a_verdict(capsys, monkeypatch):
+    monkeypatch.setattr(doctor, "run", lambda docker, students: [
+        doctor.Check("a", "PASS", "fine"), doctor.Check("b", "FAIL", "broken", "mend it")])
+    assert doctor.main([]) == 1
+    out = capsys.readouterr().out
+    assert "[PASS] a" in out and "[FAIL] b" in out and "fix: mend it" in out
+    assert "1 to fix" in out
+
+
+def test_docker_check_without_a_docker_command(monkeypatch):
+    monkeypatch.setattr(doctor.shutil, "which", lambda name: None)
+    (check,) = doctor.check_docker()
+    assert check.status == "FAIL" and "local backend" in check.fix
+
+
+# ----------------------------------------------------------------------- bundle
+def test_requirements_come_from_pyproject():
+    reqs = bundle.requirements()
+    assert any(r.startswith("confluent-kafka") for r in reqs)
+    assert any(r.startswith("pytest") for r in reqs)  # dev extras: `make setup` installs them
+
+
+def test_install_copies_completed_jar_folders_once(empty_cache, tmp_path):
+    src = tmp_path / "bundle"
+    libs = src / "cache" / f"kafka-{dist.KAFKA_VERSION}" / "libs"
+    libs.mkdir(parents=True)
+    (libs / "kafka_2.13-x.jar").write_bytes(b"jar")
+    (libs / ".complete").write_text("done")
+    half = src / "cache" / "half-done"
+    half.mkdir()
+    (half / "a.jar").write_bytes(b"jar")  # no marker: never installed
+    (src / "manifest.json").write_text(json.dumps({"kafka": dist.KAFKA_VERSION}))
+    assert bundle.install(src) == [f"kafka-{dist.KAFKA_VERSION}/libs"]
+    assert dist.kafka_libs(fetch=False) == empty_cache / f"kafka-{dist.KAFKA_VERSION}" / "libs"
+    assert not (empty_cache / "half-done").exists()
+    assert bundle.install(src) == []  # idempotent
+
+
+def test_install_refuses_a_folder_that_is_not_a_bundle(tmp_path):
+    with pytest.raises(bundle.BundleError, match="make bundle"):
+        bundle.install(tmp_path)
+
+
+def test_make_refuses_an_empty_cache(empty_cache, tmp_path):
+    with pytest.raises(bundle.BundleError, match="make setup"):
+        bundle._copy_cache(tmp_path / "out")
+
+
+def test_makefile_installs_offline_from_a_bundle():
+    out = subprocess.run(["make", "-n", "-B", "setup", "BUNDLE=/b"], cwd=ROOT,
+                         capture_output=True, text=True).stdout
+    assert "deliverylab.bundle install /b" in out
+    env = subprocess.run(["make", "-n", "-p", "setup", "BUNDLE=/b"], cwd=ROOT,
+                         capture_output=True, text=True).stdout
+    assert "PIP_NO_INDEX := 1" in env and "PIP_FIND_LINKS := /b/wheels" in env
+
+
+# ---------------------------------------------------------------------- compose
+def test_local_configuration_is_unchanged_by_container_fields():
+    node = NodePorts(1, 9001, 9002, 9003, 9004)
+    props = server_properties(ClusterSpec((node,), "x"), node, "/d")
+    assert props["listeners"] == ("CLIENT://127.0.0.1:9001,INTERNAL://127.0.0.1:9002,"
+                                  "CONTROLLER://127.0.0.1:9003")
+    assert props["advertised.listeners"] == ("CLIENT://127.0.0.1:9004,"
+                                             "INTERNAL://127.0.0.1:9002")
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:9003"
+
+
+def test_committed_compose_config_is_the_generators_output():
+    for name, text in dk.compose_config().items():
+        path = ROOT / "docker" / "config" / name
+        assert path.read_text() == text, f"{path} is stale: python -m deliverylab.cluster.docker"
+    props = (ROOT / "docker" / "config" / "node-2.properties").read_text()
+    assert "listeners=CLIENT://0.0.0.0:9092," in props
+    assert "controller.quorum.voters=1@kafka-1:9094,2@kafka-2:9094,3@kafka-3:9094" in props
+
+
+def test_compose_pins_the_local_backends_kafka_version():
+    text = (ROOT / "docker" / "compose.yml").read_text()
+    assert f"${{{dk.IMAGE_ENV}:-apache/kafka:{dist.KAFKA_VERSION}}}" in text
+    assert '"127.0.0.1:' in text  # JupyterLab published on loopback only
+
+
+# ----------------------------------------------------------------------- reaper
+def _reaper(lines: list[str]) -> None:
+    reaper = ROOT / "lib" / "deliverylab" / "cluster" / "reaper.py"
+    proc = subprocess.run([sys.executable, str(reaper)], input="".join(lines), text=True,
+                          timeout=30)
+    assert proc.returncode == 0
+
+
+def test_reaper_runs_clean_up_commands_when_its_owner_dies(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    _reaper([f"exec {json.dumps(['touch', str(first)])}\n",
+             f"exec {json.dumps([sys.executable, '-c', 'raise SystemExit(3)'])}\n",
+             f"exec {json.dumps(['touch', str(second)])}\n"])
+    assert first.exists() and second.exists()  # a failing command does not stop the rest
+
+
+def test_reaper_forgets_commands_on_release(tmp_path):
+    target = tmp_path / "never"
+    _reaper([f"exec {json.dumps(['touch', str(target)])}\n", "release\n"])
+    assert not target.exists()
