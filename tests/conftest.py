@@ -20,6 +20,8 @@ def heal(cluster: Cluster) -> None:
             cluster.resume(node)
         elif state == "dead":
             cluster.restart(node)
+    for node in cluster.partitioned:
+        cluster.heal_partition(node)
     for proxy in cluster.proxies.values():
         proxy.heal()
 
