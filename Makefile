@@ -18,7 +18,7 @@ export PIP_NO_INDEX := 1
 export PIP_FIND_LINKS := $(abspath $(BUNDLE))/wheels
 endif
 
-.PHONY: setup lab test lint matrix clean-cache clean doctor bundle
+.PHONY: setup lab test lint course matrix clean-cache clean doctor bundle
 
 setup: $(CACHE)
 
@@ -46,6 +46,10 @@ lint: $(DEPS)
 
 test: setup lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Every chapter headless (papermill) into results/course/ + HTML, then one summary table.
+course: setup
+	$(BIN)/python -m deliverylab.course --out results/course
 
 # The full anomaly matrix (a benchmark: hours on 2 cores); SEEDS/VALUES shrink it.
 SEEDS  ?= 20

@@ -1,0 +1,93 @@
+"""Every chapter, executed headless with papermill, must demonstrate its claim.
+
+Each chapter runs with the course's small parameters and its headless fault schedule
+(``deliverylab.course``: the same run as ``make course``), asserts its own claim in its
+last cells, and writes a results file; here we check that file, claim by claim, with
+counts stated independently of the notebook. Executed notebooks are kept in
+``test-artifacts/labs/`` for post-mortems.
+
+The stored notebooks must carry no outputs: that is checked too, without a kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deliverylab import course
+
+LABS = Path(__file__).resolve().parents[2] / "labs"
+CHAPTERS = course.discover(LABS)
+
+Observed = dict[str, Any]
+
+#: What each chapter's results file must show, beyond ``pass: true``.
+CLAIMS: dict[str, Callable[[Observed], bool]] = {
+    "00_tour": lambda o: o["lost"] == 0,
+    "01_at_most_once": lambda o: (o["certain_acked"] is True and o["certain_copies"] == 0
+                                  and o["spark_lost"] == o["lost"]
+                                  and o["pipeline_missing"] >= 1 and o["duplicates"] == 0
+                                  and o["pipeline_extra"] == 0),
+    "02_at_least_once": lambda o: (o["lost_ack_copies"] == 2
+                                   and o["acks_lost_by_buttons"] >= 1
+                                   and o["stream_duplicates"] >= 1
+                                   and o["crash_pipeline_extra"] >= 1
+                                   and o["stall_redone"] >= 1
+                                   and o["stall_rejected_commits"] >= 1
+                                   and o["lost"] == 0 and o["pipeline_missing"] == 0),
+    "03_idempotent_producer": lambda o: (o["plain_copies"] == 2 and o["idempotent_copies"] == 1
+                                         and o["acks_lost_by_buttons"] >= 1
+                                         and o["stream_duplicates"] == 0
+                                         and o["restart_duplicates"] >= 1
+                                         and o["restart_producer_ids"] >= 2
+                                         and o["lost"] == 0),
+    "04_transactions": lambda o: (o["aborted_hidden"] == 3 and o["marker_offsets"] == 6
+                                  and o["partitions_held_back"] == 3
+                                  and o["read_committed_while_open"] == 3
+                                  and o["read_uncommitted_while_open"] == 9
+                                  and o["ctp_pipeline_missing"] == 0
+                                  and o["ctp_pipeline_extra"] == 0
+                                  and o["ctp_aborted_visible_uncommitted"] >= 1
+                                  and o["zombie_error"] is not None),
+}
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebooks_are_stored_without_outputs(path: Path):
+    nb = json.loads(path.read_text())
+    dirty = [i for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+             and (cell.get("outputs") or cell.get("execution_count") is not None)]
+    assert dirty == [], (f"{path.name}: code cells {dirty} carry outputs or execution "
+                         "counts; clear them (jupyter nbconvert --clear-output --inplace)")
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_every_chapter_has_parameters_and_a_claim(path: Path):
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert "parameters" in code[0]["metadata"].get("tags", []), "first code cell: parameters"
+    assert "results_path" in "".join(code[0]["source"])
+    assert "cluster.stop()" in "".join(code[-1]["source"]), "last cell stops the cluster"
+
+
+@pytest.mark.cluster
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_demonstrates_its_claim(chapter: str, artifacts: str):
+    out = Path(artifacts) / "labs"
+    os.environ.setdefault("DELIVERYLAB_PROGRESS", "text")
+    run = course.run_chapter(chapter, out, LABS, small=True, html=False)
+    print(f"{chapter}: {run.wall_seconds:.0f} s wall; results: {json.dumps(run.results)}")
+    where = f"(executed notebook: {run.notebook})"
+    assert run.error is None, f"{chapter} failed: {run.error} {where}"
+    assert run.results is not None and run.results["chapter"] == chapter
+    assert run.results["pass"] is True, f"{run.results['checks']} {where}"
+    claim = CLAIMS.get(chapter)
+    if claim is not None:
+        assert claim(run.results["observed"]), f"{run.results['observed']} {where}"
