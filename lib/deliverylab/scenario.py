@@ -158,9 +158,13 @@ class _Run:
         """Fire ``fault`` from a thread once ``trigger`` values were sent.
 
         A thread, not the send loop: the fault must wait for the cluster (an election,
-        an acknowledgement) while the producer keeps producing and polling.
+        an acknowledgement) while the producer keeps producing and polling. But the
+        producer waits until the fault is *armed* (ack loss armed, brokers paused):
+        otherwise a short, fast run could finish before the fault bites, and the
+        anomaly would only sometimes appear.
         """
         fired = threading.Event()
+        self._armed = threading.Event()
         action = {"lost_ack": self._lose_ack, "leader_kill": self._leader_kill,
                   "broker_pause": self._broker_pause}[fault]
         self._errors: list[BaseException] = []
@@ -170,6 +174,8 @@ class _Run:
                 action()
             except BaseException as exc:  # surfaced after the producer finishes
                 self._errors.append(exc)
+            finally:
+                self._armed.set()
 
         self._thread = threading.Thread(target=body, name=f"fault-{fault}", daemon=True)
 
@@ -177,6 +183,7 @@ class _Run:
             if n >= self.trigger and not fired.is_set():
                 fired.set()
                 self._thread.start()
+                self._armed.wait(60)
         return on_sent
 
     def _join_fault(self) -> None:
@@ -189,11 +196,13 @@ class _Run:
     def _lose_ack(self) -> None:
         """Drop the next produce response of partition 0's leader: the client retries."""
         self.nemesis.lose_ack(node=self.cluster.leader(self.source, 0), count=1)
+        self._armed.set()
 
     def _broker_pause(self) -> None:
         """Pause partition 0's leader for 2 s (under the 3 s session timeout)."""
         node = self.cluster.leader(self.source, 0)
         self.nemesis.pause_broker(node)
+        self._armed.set()
         time.sleep(2.0)
         self.nemesis.resume_broker(node)
 
@@ -213,6 +222,7 @@ class _Run:
         since = self.history.now()
         for node in followers:
             self.nemesis.pause_broker(node)
+        self._armed.set()
         try:
             deadline = time.monotonic() + 1.5
             while time.monotonic() < deadline and not self._acked_on(led, since):

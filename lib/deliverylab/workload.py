@@ -429,7 +429,10 @@ def _caught_up(consumer: Consumer) -> bool:
         return False
     for tp in consumer.position(assignment):
         _, high = consumer.get_watermark_offsets(tp, timeout=5, cached=False)
-        if high > 0 and tp.offset < high:
+        offset = tp.offset
+        if offset < 0:  # nothing fetched yet: where the group left off is the position
+            offset = consumer.committed([tp], timeout=5)[0].offset
+        if high > 0 and offset < high:
             return False
     return True
 
