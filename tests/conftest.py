@@ -9,21 +9,20 @@ from collections.abc import Iterator
 import pytest
 
 from deliverylab.cluster import Cluster
+from deliverylab.nemesis import Nemesis
 
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "test-artifacts")
 
 
 def heal(cluster: Cluster) -> None:
-    """Bring every node back so the next test starts from a whole cluster."""
-    for node, state in cluster.status().items():
-        if state == "paused":
-            cluster.resume(node)
-        elif state == "dead":
-            cluster.restart(node)
+    """Bring every node back so the next test starts from a whole cluster.
+
+    The Nemesis' own heal (proxies, paused and dead brokers), plus network partitions,
+    which only the docker backend has.
+    """
     for node in cluster.partitioned:
         cluster.heal_partition(node)
-    for proxy in cluster.proxies.values():
-        proxy.heal()
+    Nemesis(cluster).heal()
 
 
 @pytest.fixture(scope="session")
