@@ -15,13 +15,8 @@ ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "test-artifacts")
 
 
 def heal(cluster: Cluster) -> None:
-    """Bring every node back so the next test starts from a whole cluster.
-
-    The Nemesis' own heal (proxies, paused and dead brokers), plus network partitions,
-    which only the docker backend has.
-    """
-    for node in cluster.partitioned:
-        cluster.heal_partition(node)
+    """Bring every node back so the next test starts from a whole cluster: the
+    Nemesis' one heal (network partitions, proxies, paused and dead brokers)."""
     Nemesis(cluster).heal()
 
 

@@ -31,8 +31,8 @@ HEADLESS: dict[str, dict[str, Any]] = {
     "01_at_most_once": {"faults": ["pause_followers", "kill_leader", "heal"]},
     "02_at_least_once": {"faults": ["lose_ack"]},
     "03_idempotent_producer": {"faults": ["lose_ack"]},
-    "04_transactions": {"faults": ["Begin", "Write", "Abort", "Begin", "Write", "Commit",
-                                   "Start a twin", "Zombie writes"]},
+    "04_transactions": {"actions": ["Begin", "Write", "Abort", "Begin", "Write", "Commit",
+                                    "Start a twin", "Zombie writes"]},
 }
 
 #: ``--small``: fewer values and faster streams; each claim still shows.

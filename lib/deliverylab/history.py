@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from confluent_kafka import KafkaError, KafkaException
 
 from .errors import bad_value
-from .values import ValueId
+from .values import ValueId, parse
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,21 +47,14 @@ KINDS: tuple[str, ...] = (
     "abort_txn",
     "init_txn",
     "send_offsets",
+    "fault",  # a fault done to the cluster or to a client (Jepsen's nemesis ops)
 )
 
 
 def parse_value(text: str | ValueId) -> ValueId:
-    """Parse ``"producer:seq"`` (the ``str`` of a :class:`ValueId`) back into a ValueId.
-
-    Splits on the *last* colon so a producer id may itself contain colons.
-    """
-    if isinstance(text, ValueId):
-        return text
-    producer, sep, seq = str(text).rpartition(":")
+    """:func:`deliverylab.values.parse`, with the lab's one-line ``BadValue`` on failure."""
     try:
-        if not (sep and producer):
-            raise ValueError
-        return ValueId(producer, int(seq))
+        return parse(text)
     except ValueError:
         raise bad_value("value", text, "'producer:seq', e.g. 'producer-0:17'") from None
 
@@ -89,6 +82,8 @@ class Op:
     txn: str | None = None
     error: str | None = None
     detail: str | None = None
+    #: For ``fault`` ops: the fault's name in :data:`deliverylab.faults.FAULTS`.
+    fault: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -166,6 +161,7 @@ class History:
         error: object = None,
         detail: str | None = None,
         time: float | None = None,
+        fault: str | None = None,
     ) -> Op:
         """Build an :class:`Op` stamped with :meth:`now` and append it.
 
@@ -184,8 +180,19 @@ class History:
             txn=txn,
             error=None if error is None else error_name(error),
             detail=detail,
+            fault=fault,
         )
         return self.append(op)
+
+    def faults(self) -> list[Op]:
+        """The fault ops, in order: what was done to the cluster and the clients."""
+        return [op for op in self.snapshot() if op.kind == "fault"]
+
+    def acked_between(self, start: float, end: float, topic: str | None = None) -> list[str]:
+        """Values whose send was acknowledged (``ok``) between two times of this History."""
+        return [v for op in self.snapshot() if op.kind == "send" and op.outcome == "ok"
+                and start <= op.time <= end and (topic is None or op.topic == topic)
+                for v in op.values]
 
     def snapshot(self) -> tuple[Op, ...]:
         """The ops recorded so far, in append order (a copy: safe while others append)."""

@@ -31,11 +31,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
-from . import clients, dist
-from .errors import JarsUnavailable, LabError, bad_value
+from . import clients, dist, readers
+from .errors import JarsUnavailable, bad_value
 from .history import History, Op, Read
 from .java import find_java, java_home
 
@@ -277,6 +276,7 @@ def _ops_schema():
         StructField("txn", StringType()),
         StructField("error", StringType()),
         StructField("detail", StringType()),
+        StructField("fault", StringType()),
     ])
 
 
@@ -340,72 +340,17 @@ class Inspector:
     # --- Kafka metadata (confluent-kafka: small and exact, no Spark job needed) ------
 
     def _partitions(self, name: str) -> list[int]:
-        try:
-            meta = self._admin.list_topics(timeout=self.timeout)
-        except KafkaException as exc:
-            raise LabError(
-                f"cannot reach Kafka at {self.bootstrap_servers} within {self.timeout} s "
-                f"({exc.args[0].str() if exc.args else exc}): is the cluster running?"
-            ) from exc
-        if not isinstance(name, str) or name not in meta.topics:
-            topics = sorted(t for t in meta.topics if not t.startswith("__"))
-            raise bad_value("name", name,
-                            f"an existing topic ({', '.join(topics) or 'none exist yet'})")
-        return sorted(meta.topics[name].partitions)
+        return readers.partitions(self._admin, name, self.timeout, self.bootstrap_servers)
 
     def bounds(self, name: str) -> list[dict[str, int]]:
-        """Per partition: log start offset, high watermark and last stable offset.
-
-        Asked with ListOffsets, once per isolation level: for ``read_committed`` the
-        broker answers "latest" with the LSO (librdkafka honours the isolation level
-        here since 1.8; ``Consumer.get_watermark_offsets`` without it would give the high
-        watermark in both cases).
-        """
-        parts = [TopicPartition(name, p) for p in self._partitions(name)]
-
-        def ask(spec: OffsetSpec, isolation: IsolationLevel) -> dict[int, int]:
-            futures = self._admin.list_offsets(
-                {tp: spec for tp in parts}, isolation_level=isolation,
-                request_timeout=self.timeout)
-            try:
-                return {tp.partition: f.result().offset for tp, f in futures.items()}
-            except KafkaException as exc:
-                raise LabError(f"could not list offsets of topic {name!r} at "
-                               f"{self.bootstrap_servers}: {exc.args[0].str()}") from exc
-
-        start = ask(OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED)
-        high = ask(OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
-        stable = ask(OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
-        return [
-            {"partition": p, "log_start_offset": start[p], "high_watermark": high[p],
-             "last_stable_offset": stable[p]}
-            for p in sorted(start)
-        ]
+        """Per partition: log start offset, high watermark and last stable offset
+        (:func:`deliverylab.readers.bounds`)."""
+        return readers.bounds(self._admin, name, self.timeout, self.bootstrap_servers)
 
     def wait_stable(self, name: str, timeout: float = 30.0) -> list[dict[str, int]]:
-        """Wait until no transaction is open on ``name`` (LSO = high watermark everywhere).
-
-        Why: ``commit_transaction()`` returns once the coordinator has *decided*; the
-        commit markers reach the partitions a little later, and until then
-        read_committed stops short of the committed records. Call this after a run
-        (the "final drain") so the views show outcomes rather than that instant.
-        Returns the final :meth:`bounds`; raises ``LabError`` naming the partitions
-        still held back (a producer that died mid-transaction holds them until
-        ``transaction.timeout.ms`` expires).
-        """
-        deadline = time.monotonic() + timeout
-        while True:
-            bounds = self.bounds(name)
-            held = [b for b in bounds if b["last_stable_offset"] < b["high_watermark"]]
-            if not held:
-                return bounds
-            if time.monotonic() >= deadline:
-                where = ", ".join(f"partition {b['partition']} (LSO {b['last_stable_offset']}"
-                                  f" < high watermark {b['high_watermark']})" for b in held)
-                raise LabError(f"topic {name!r} still has an open transaction after "
-                               f"{timeout} s: {where}. A producer that died mid-transaction "
-                               "holds it until the broker's transaction.timeout.ms aborts it")
-            time.sleep(0.1)
+        """Wait until no transaction is open on ``name``
+        (:func:`deliverylab.readers.wait_stable`)."""
+        return readers.wait_stable(self._admin, name, timeout, self.bootstrap_servers)
 
     # --- reading topics ---------------------------------------------------------------
 
@@ -651,12 +596,27 @@ class Inspector:
         cols = [f.name for f in _ops_schema().fields]
         pdf = pd.DataFrame(
             [(o.process, o.kind, o.outcome, float(o.time), list(o.values), o.topic,
-              o.partition, o.offset, o.txn, o.error, o.detail) for o in ops],
+              o.partition, o.offset, o.txn, o.error, o.detail, o.fault) for o in ops],
             columns=cols,
         )
         for col in ("partition", "offset"):
             pdf[col] = pdf[col].astype("Int64")
         return self.spark.createDataFrame(pdf, schema=_ops_schema())
+
+    def writers(self, history: History | Iterable[Op] | str | Path,
+                topic: str) -> DataFrame:
+        """Which process wrote each value to ``topic``, per the History's sends: columns
+        value, written_by (sorted process names), copies. A value written by two
+        instances of a consumer group was processed twice. Introduced in
+        ``labs/02_at_least_once.ipynb``."""
+        from pyspark.sql import functions as F
+
+        ops = self.history_frame(history)
+        return (ops.where((F.col("kind") == "send") & (F.col("topic") == topic))
+                .select(F.explode("values").alias("value"), "process")
+                .groupBy("value")
+                .agg(F.sort_array(F.collect_list("process")).alias("written_by"),
+                     F.count("*").alias("copies")))
 
     def history_join(
         self,

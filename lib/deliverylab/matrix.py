@@ -2,8 +2,9 @@
 
 ``python -m deliverylab.matrix --seeds 20 --values 10000`` (``make matrix``) runs the
 full course claim; the test suite runs a small one. Each cell says in how many runs each
-anomaly appeared, and whether every run matched the course's expectations
-(:data:`deliverylab.scenario.EXPECTATIONS`).
+anomaly appeared, in how many the mode's promise held (``valid``: nothing outside
+``mode.allowed_under(fault)``), and whether every run matched the course's claim for
+that cell (:data:`deliverylab.modes.CLAIMS`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from .cluster import Cluster
 from .modes import MODES
-from .scenario import FAULTS, RunResult, Scenario, expectation_failures
+from .scenario import FAULTS, RunResult, Scenario
 
 #: Matrix columns: short heading -> observed count name.
 COLUMNS = {
@@ -55,7 +56,7 @@ def table(runs: list[RunResult]) -> str:
     for run in runs:
         cells.setdefault((run.mode, run.fault), []).append(run)
     head = f"{'mode':<14} {'fault':<16}" + "".join(f"{c:>10}" for c in COLUMNS) + \
-        f"{'valid':>8}  expectations"
+        f"{'valid':>8}  claim"
     lines = [head, "-" * len(head)]
     for (mode, fault), group in cells.items():
         n = len(group)
@@ -64,7 +65,7 @@ def table(runs: list[RunResult]) -> str:
             k = sum(1 for r in group if r.observed().get(name, 0) > 0)
             row += f"{f'{k}/{n}':>10}"
         valid = sum(1 for r in group if r.result.valid)
-        failures = [msg for r in group for msg in expectation_failures(r)]
+        failures = [msg for r in group for msg in r.failures()]
         row += f"{f'{valid}/{n}':>8}  " + ("ok" if not failures else
                                           f"FAILED ({len(failures)})")
         lines.append(row)
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
 
     def progress(run: RunResult, i: int, total: int) -> None:
-        mark = "ok" if not expectation_failures(run) else "UNEXPECTED"
+        mark = "ok" if not run.failures() else "UNEXPECTED"
         print(f"[{i}/{total}] {run.mode} {run.fault} seed={run.seed} "
               f"{run.seconds:.1f}s {mark}", file=sys.stderr, flush=True)
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = run_matrix(cluster, args.modes.split(","), args.faults.split(","),
                           range(1, args.seeds + 1), args.values, progress)
     print(table(runs))
-    failures = [msg for r in runs for msg in expectation_failures(r)]
+    failures = [msg for r in runs for msg in r.failures()]
     for msg in failures:
         print("unexpected:", msg)
     print(f"{len(runs)} runs in {time.monotonic() - t0:.0f}s")

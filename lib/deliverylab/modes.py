@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import checker as C
+from . import faults as F
 from .errors import bad_value
 
 COMMIT_STRATEGIES = ("before", "after", "transaction")
@@ -47,9 +48,10 @@ class DeliveryMode:
     def transactional(self) -> bool:
         return self.commit == "transaction"
 
-    def with_producer(self, **settings: Any) -> DeliveryMode:
-        """A copy with some producer settings changed: ``with_producer(acks="all")``."""
-        return replace(self, producer={**self.producer, **_dotted(settings)})
+    def allowed_under(self, fault: str) -> frozenset[str]:
+        """What a run under ``fault`` may show: :attr:`allowed` plus what the fault
+        causes by design (see :attr:`deliverylab.faults.Fault.permits`)."""
+        return F.allowed(self.allowed, fault, self.transactional)
 
     def with_consumer(self, **settings: Any) -> DeliveryMode:
         return replace(self, consumer={**self.consumer, **_dotted(settings)})
@@ -113,6 +115,76 @@ TRANSACTIONAL = DeliveryMode(
 MODES: dict[str, DeliveryMode] = {
     m.name: m for m in (AT_MOST_ONCE, AT_LEAST_ONCE, IDEMPOTENT, TRANSACTIONAL)
 }
+
+
+# --- what the course claims for each cell of the anomaly matrix ------------------------
+#: (mode, fault) -> {observed count: "always" | "never"}: what *every* run of that cell
+#: shows ("always") or never shows ("never"), beyond being valid (nothing outside
+#: ``mode.allowed_under(fault)``). Written out cell by cell, so each claim reads as the
+#: chapter states it; a test checks every mode x every scenario fault has one.
+CLAIMS: dict[tuple[str, str], dict[str, str]] = {
+    # At most once: acks=1, no retries, commit before processing.
+    ("AT_MOST_ONCE", "lose_ack"): {"duplicates": "never"},
+    ("AT_MOST_ONCE", "isolate_leader"): {"lost": "always", "duplicates": "never"},
+    ("AT_MOST_ONCE", "pause_broker"): {"duplicates": "never"},
+    ("AT_MOST_ONCE", "crash_producer"): {"duplicates": "never"},
+    ("AT_MOST_ONCE", "zombie_producer"): {"duplicates": "always"},
+    ("AT_MOST_ONCE", "crash_consumer"): {"pipeline_missing": "always",
+                                         "pipeline_extra": "never"},
+    # At least once: acks=all, retries, commit after processing.
+    ("AT_LEAST_ONCE", "lose_ack"): {"duplicates": "always", "lost": "never"},
+    ("AT_LEAST_ONCE", "isolate_leader"): {"lost": "never"},
+    ("AT_LEAST_ONCE", "pause_broker"): {"lost": "never"},
+    ("AT_LEAST_ONCE", "crash_producer"): {"lost": "never"},
+    ("AT_LEAST_ONCE", "zombie_producer"): {"duplicates": "always", "lost": "never"},
+    ("AT_LEAST_ONCE", "crash_consumer"): {"pipeline_extra": "always",
+                                          "pipeline_missing": "never"},
+    # Idempotent producer: retries no longer duplicate; a new instance still does.
+    ("IDEMPOTENT", "lose_ack"): {"duplicates": "never", "lost": "never"},
+    ("IDEMPOTENT", "isolate_leader"): {"duplicates": "never", "lost": "never"},
+    ("IDEMPOTENT", "pause_broker"): {"duplicates": "never", "lost": "never"},
+    ("IDEMPOTENT", "crash_producer"): {"duplicates": "never", "lost": "never"},
+    ("IDEMPOTENT", "zombie_producer"): {"duplicates": "always", "lost": "never"},
+    ("IDEMPOTENT", "crash_consumer"): {"pipeline_extra": "always",
+                                       "pipeline_missing": "never"},
+    # Transactions: every cell exactly once for read_committed readers.
+    ("TRANSACTIONAL", "lose_ack"): {"duplicates": "never", "lost": "never"},
+    ("TRANSACTIONAL", "isolate_leader"): {"duplicates": "never", "lost": "never"},
+    ("TRANSACTIONAL", "pause_broker"): {"duplicates": "never", "lost": "never"},
+    ("TRANSACTIONAL", "crash_producer"): {"aborted_visible_uncommitted": "always",
+                                          "aborted_reads": "never"},
+    ("TRANSACTIONAL", "zombie_producer"): {"zombie_fenced": "always",
+                                           "aborted_visible_uncommitted": "always",
+                                           "duplicates": "never"},
+    ("TRANSACTIONAL", "crash_consumer"): {"aborted_visible_uncommitted": "always",
+                                          "pipeline_missing": "never",
+                                          "pipeline_extra": "never"},
+}
+
+
+def claim_failures(mode_name: str, fault: str, observed: dict[str, int],
+                   valid: bool, violations: list[str] | None = None) -> list[str]:
+    """What one run contradicts: its mode's promise (``valid``) and its cell's claim.
+
+    A cell with no claim is itself a failure: every cell must say what it teaches.
+    """
+    where = f"{mode_name}/{fault}"
+    failures = []
+    if not valid:
+        failures.append(f"{where}: outside what {mode_name} allows: "
+                        + ", ".join(violations or ["?"]))
+    if fault == "none":
+        return failures
+    rules = CLAIMS.get((mode_name, fault))
+    if not rules:
+        return [*failures, f"{where}: no claim is written for this cell (modes.CLAIMS)"]
+    for name, rule in rules.items():
+        n = observed.get(name, 0)
+        if rule == "always" and n == 0:
+            failures.append(f"{where}: expected {name}, saw none")
+        elif rule == "never" and n > 0:
+            failures.append(f"{where}: expected no {name}, saw {n}")
+    return failures
 
 
 def mode(name: str | DeliveryMode) -> DeliveryMode:

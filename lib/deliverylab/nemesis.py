@@ -1,11 +1,13 @@
-"""The Nemesis: named faults over a Cluster and its proxies, and Schedules of them.
+"""The Nemesis: the cluster faults of the registry, and Schedules of faults.
 
 A fault button in a chapter and a papermill parameter must do *the same thing*, so both
 go through one door: a :class:`Nemesis` method (``nemesis.kill_leader("orders")``) or,
 for names coming from parameters, ``nemesis.apply("kill_leader", topic="orders")``,
-which validates the name and arguments and calls that same method. Every fault leaves a
-:class:`FaultRecord` in ``nemesis.records``, stamped on the History's clock when a
-History is given, so timelines can draw faults beside the operations they disturbed.
+which validates the name against :data:`deliverylab.faults.FAULTS` and calls that same
+method. Every fault is appended to the History as a ``fault`` op (process
+``"nemesis"``, outcome ``info``), so one timeline holds what the clients were told and
+what was done to them; the method also returns a :class:`FaultRecord` with the live
+handle of a fault that completes later (an :class:`AckLoss`).
 
 A :class:`Schedule` fires faults without a person: at a time offset, after a number of
 messages sent (the workload calls ``schedule.tick(sent)``), or at seeded random points
@@ -18,34 +20,23 @@ import inspect
 import random
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
-from .clients import config
+from .cluster import ready
 from .errors import LabError, bad_value
+from .faults import FAULTS, fault
+from .history import History
 from .proxy import AckLoss, api_key
 
 if TYPE_CHECKING:
     from .cluster import Cluster
-    from .history import History
 
-#: Every fault a Schedule or a button may name, in the order menus list them.
-FAULTS: tuple[str, ...] = (
-    "lose_ack",
-    "kill_leader",
-    "kill_broker",
-    "pause_broker",
-    "resume_broker",
-    "restart_broker",
-    "partition_client",
-    "delay_client",
-    "heal",
-)
+#: The registry's faults the Nemesis does itself (each is a method of the same name).
+CLUSTER_FAULTS: tuple[str, ...] = tuple(n for n, f in FAULTS.items() if f.kind == "cluster")
 #: Faults that need a node number; ``Schedule.random`` draws one for them.
 NODE_FAULTS = frozenset({"kill_broker", "pause_broker", "resume_broker", "restart_broker",
                          "partition_client", "delay_client"})
@@ -59,10 +50,9 @@ class NemesisError(LabError):
 class FaultRecord:
     """One fault as it happened: what was asked, when, what it did, to which node.
 
-    ``time`` is seconds on the History's clock (the Nemesis's own clock, from its
-    creation, without a History); ``wall`` is Unix time, for logs. ``handle`` is the
-    live object behind a fault that completes later (an :class:`AckLoss` for
-    ``lose_ack``: ``record.handle.wait(10)``); it is not part of :meth:`to_record`.
+    ``time`` is seconds on the History's clock; ``wall`` is Unix time, for logs.
+    ``handle`` is the live object behind a fault that completes later (an
+    :class:`AckLoss` for ``lose_ack``: ``record.handle.wait(10)``).
     """
 
     name: str
@@ -73,71 +63,6 @@ class FaultRecord:
     node: int | None = None
     handle: Any = field(default=None, repr=False, compare=False)
 
-    def to_record(self) -> dict[str, Any]:
-        """A JSON-ready dict (for a DataFrame or a saved run)."""
-        return {"name": self.name, "args": dict(self.args), "time": self.time,
-                "wall": self.wall, "did": self.did, "node": self.node}
-
-
-_ADMINS: weakref.WeakKeyDictionary[Any, AdminClient] = weakref.WeakKeyDictionary()
-
-
-def control_admin(cluster: Cluster, fresh: bool = False) -> AdminClient:
-    """The Nemesis's own admin client, bootstrapped on the brokers' direct ports.
-
-    The Nemesis must not be blinded by its own faults: with a broker's proxy
-    blackholed, a client that talks to that broker through the proxy can wait on it
-    for every metadata request, and "who leads this partition?" never returns. A
-    client's *first* request goes to a bootstrap address (a direct port); later ones
-    may follow the advertised (proxy) addresses of the metadata, so after a timeout
-    :func:`partition_meta` asks again with a ``fresh`` client.
-    """
-    admin = _ADMINS.get(cluster)
-    if admin is None or fresh:
-        admin = AdminClient(config(cluster.direct_bootstrap_servers))
-        _ADMINS[cluster] = admin
-    return admin
-
-
-def partition_meta(cluster: Cluster, topic: str, partition: int = 0) -> Any | None:
-    """The partition's metadata now, or None while it is unknown or unreachable.
-
-    Tolerant on purpose: right after a topic is created, or while brokers are dying,
-    the broker that answers may not know the topic yet; that is "not yet", not an error.
-    """
-    for fresh in (False, True):
-        try:
-            md = control_admin(cluster, fresh).list_topics(topic, timeout=2)
-            break
-        except KafkaException:
-            continue
-    else:
-        return None
-    meta = md.topics.get(topic)
-    if meta is None or meta.error is not None:
-        return None
-    return meta.partitions.get(partition)
-
-
-def wait_leader(cluster: Cluster, topic: str, partition: int = 0,
-                exclude: Iterable[int] = (), timeout: float = 30.0) -> int:
-    """Wait for a leader of ``topic``/``partition`` not in ``exclude``; returns its node."""
-    exclude = tuple(exclude)
-    end = time.monotonic() + timeout
-    while True:
-        meta = partition_meta(cluster, topic, partition)
-        if meta is not None and meta.leader >= 0 and meta.leader not in exclude:
-            return meta.leader
-        if time.monotonic() >= end:
-            not_ = f" other than {list(exclude)}" if exclude else ""
-            raise NemesisError(f"{topic}/{partition} had no leader{not_} within "
-                               f"{timeout:.0f}s (does the topic exist? see cluster.logs(n))")
-        time.sleep(0.1)
-
-
-def _fault_params(name: str) -> inspect.Signature:
-    return inspect.signature(getattr(Nemesis, name))
-
 
 def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Check a fault name and its arguments (as given by a papermill parameter).
@@ -145,11 +70,14 @@ def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]
     Raises ``BadValue`` naming the accepted faults, or the accepted arguments of that
     fault. Returns the arguments as a plain dict.
     """
-    if name not in FAULTS:
-        raise bad_value("fault", name, "one of " + ", ".join(FAULTS))
+    fault(name)  # a name outside the registry: one line listing the registry
+    if name not in CLUSTER_FAULTS:
+        raise bad_value("fault", name, "a cluster fault the Nemesis does: "
+                        + ", ".join(CLUSTER_FAULTS) + f" ({name} is a client fault: "
+                        "the client does it, e.g. Scenario(mode, fault=...))")
     args = dict(args or {})
-    sig = _fault_params(name)
-    params = [p for p in sig.parameters.values() if p.name != "self"]
+    params = [p for p in inspect.signature(getattr(Nemesis, name)).parameters.values()
+              if p.name != "self"]
     accepted = {p.name for p in params}
     for key in args:
         if key not in accepted:
@@ -163,33 +91,79 @@ def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]
     return args
 
 
+def wait_whole(cluster: Cluster, topics: Iterable[str], timeout: float = 120.0,
+               steady: float = 4.0) -> None:
+    """Wait until every broker is registered and every partition of ``topics`` has a
+    leader and all its replicas in sync -- and has stayed so for ``steady`` seconds.
+
+    Why steady: right after a broker is killed and restarted, the metadata may still
+    show the old registration (the controller fences a dead broker only after
+    ``broker.session.timeout.ms``, 3 s here); "whole" must outlast that.
+    """
+    nodes = set(cluster.nodes)
+    topics = list(topics)
+    since: list[float] = []
+
+    def whole_now() -> bool:
+        md = cluster.admin().list_topics(timeout=5)
+        if set(md.brokers) != nodes:
+            return False
+        for name in topics:
+            meta = md.topics.get(name)
+            if meta is None or meta.error is not None:
+                return False
+            for p in meta.partitions.values():
+                if p.leader < 0 or sorted(p.isrs) != sorted(p.replicas):
+                    return False
+        return True
+
+    def whole() -> bool:
+        try:
+            now = whole_now()
+        except KafkaException:
+            now = False
+        if not now:
+            since.clear()
+            return False
+        if not since:
+            since.append(time.monotonic())
+        return time.monotonic() - since[0] >= steady
+
+    ready.wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
+                     f"in sync for {steady:g} s", whole, ready.Deadline(timeout))
+
+
 class Nemesis:
-    """Named faults over one cluster, each leaving a :class:`FaultRecord`.
+    """The registry's cluster faults over one cluster, each a ``fault`` op in the History.
 
     Args:
         cluster: the running :class:`~deliverylab.cluster.Cluster`.
-        history: stamp records on this History's clock (``history.now()``).
+        history: where fault ops go (a new History if omitted), so faults share the
+            clients' clock and timeline.
     """
-
-    FAULTS = FAULTS
 
     def __init__(self, cluster: Cluster, history: History | None = None) -> None:
         self.cluster = cluster
-        self.history = history
+        self.history = history if history is not None else History()
         self.records: list[FaultRecord] = []
-        self._t0 = time.monotonic()
+        #: (followers paused, leader killed) times per isolation: while both held, the
+        #: leader alone acknowledged writes.
+        self.windows: list[tuple[float, float, str]] = []
+        self._isolated: dict[tuple[str, int], tuple[int, float]] = {}
+        self._topics: set[str] = set()  # topics faults touched: heal waits for them
         self._lock = threading.RLock()  # a button and a schedule may fire together
 
     def now(self) -> float:
-        """Seconds on the records' clock."""
-        if self.history is not None:
-            return self.history.now()
-        return time.monotonic() - self._t0
+        """Seconds on the History's clock."""
+        return self.history.now()
 
-    def _record(self, name: str, args: dict[str, Any], t: float, wall: float, did: str,
+    def _record(self, name: str, args: dict[str, Any], t: float, did: str,
                 node: int | None = None, handle: Any = None) -> FaultRecord:
-        record = FaultRecord(name, args, round(t, 6), wall, did, node, handle)
+        record = FaultRecord(name, args, round(t, 6), time.time(), did, node, handle)
         self.records.append(record)
+        self.history.record("nemesis", "fault", "info", detail=did, time=record.time,
+                            fault=name, partition=args.get("partition") if args.get(
+                                "topic") else None, topic=args.get("topic"))
         return record
 
     def apply(self, name: str, **args: Any) -> FaultRecord:
@@ -197,14 +171,18 @@ class Nemesis:
         args = validate(name, args)
         return getattr(self, name)(**args)
 
-    def _proxy(self, node: int, fault: str) -> Any:
+    def _proxy(self, node: int, name: str) -> Any:
         if not self.cluster.proxies:
-            raise NemesisError(f"{fault} needs the fault proxy: start the cluster with "
+            raise NemesisError(f"{name} needs the fault proxy: start the cluster with "
                                "Cluster.start(..., proxy=True)")
         if node not in self.cluster.proxies:
             raise bad_value("node", node, "a node number from "
                             f"{min(self.cluster.proxies)} to {max(self.cluster.proxies)}")
         return self.cluster.proxies[node]
+
+    def _leader(self, topic: str, partition: int) -> int:
+        self._topics.add(topic)
+        return self.cluster.wait_leader(topic, partition, timeout=10)
 
     # ------------------------------------------------------------------ faults
     def lose_ack(self, node: int | None = None, count: int = 1, topic: str | None = None,
@@ -220,12 +198,12 @@ class Nemesis:
         """
         key = api_key(api)
         with self._lock:
-            t, wall = self.now(), time.time()
+            t = self.now()
             loss = AckLoss(count, key, client_id)
             args = {"node": node, "count": count, "topic": topic, "partition": partition,
                     "api": api, "client_id": client_id}
             if node is None and topic is not None:
-                node = wait_leader(self.cluster, topic, partition, timeout=10)
+                node = self._leader(topic, partition)
             if node is not None:
                 self._proxy(node, "lose_ack").arm(loss)
                 did = f"will drop the next {count} {loss.api} response(s) of broker {node}"
@@ -233,17 +211,93 @@ class Nemesis:
                 for n in sorted(self.cluster.proxies) or [0]:
                     self._proxy(n, "lose_ack").arm(loss)
                 did = f"will drop the next {count} {loss.api} response(s) of any broker"
-            return self._record("lose_ack", args, t, wall, did, node, loss)
+            return self._record("lose_ack", args, t, did, node, loss)
 
     def kill_leader(self, topic: str, partition: int = 0) -> FaultRecord:
-        """SIGKILL the broker leading ``topic``/``partition`` now."""
+        """SIGKILL the broker leading ``topic``/``partition`` now.
+
+        After :meth:`pause_followers`, the leader remembered then: with its followers
+        frozen, asking the cluster "who leads?" may wait on a paused broker.
+        """
         with self._lock:
-            t, wall = self.now(), time.time()
-            leader = wait_leader(self.cluster, topic, partition, timeout=10)
+            t = self.now()
+            isolated = self._isolated.pop((topic, partition), None)
+            if isolated is not None and self.cluster.status().get(isolated[0]) == "up":
+                leader = isolated[0]
+                self.windows.append((isolated[1], t, topic))
+            else:
+                leader = self._leader(topic, partition)
             self.cluster.kill(leader)
             return self._record("kill_leader", {"topic": topic, "partition": partition}, t,
-                                wall, f"killed broker {leader}, leader of {topic}/{partition}",
+                                f"killed broker {leader}, leader of {topic}/{partition}",
                                 leader)
+
+    def pause_followers(self, topic: str, partition: int = 0) -> FaultRecord:
+        """SIGSTOP the brokers that copy ``topic``/``partition``: the leader alone now
+        acknowledges writes (with ``acks=1``) that no follower has.
+
+        Followers copy within milliseconds, so a kill alone rarely catches a write only
+        the leader has; paused, they stay in the ISR for ``replica.lag.time.max.ms`` and
+        every write acknowledged in between is one only the leader holds.
+        """
+        with self._lock:
+            t = self.now()
+            leader = self._leader(topic, partition)
+            meta = self.cluster._partition(topic, partition)
+            followers = [n for n in (meta.replicas if meta else []) if n != leader]
+            if not followers:
+                raise NemesisError(f"{topic}/{partition} has no follower to pause: this "
+                                   "needs a replicated topic on 3 brokers")
+            for node in followers:
+                self.cluster.pause(node)
+            self._isolated[(topic, partition)] = (leader, t)
+            return self._record(
+                "pause_followers", {"topic": topic, "partition": partition}, t,
+                f"paused brokers {followers} (followers of {topic}/{partition}); broker "
+                f"{leader} now acknowledges writes nobody copies", leader)
+
+    def isolate_leader(self, topic: str, partition: int = 0,
+                       hold: float = 1.5) -> FaultRecord:
+        """Pause the followers, let the leader acknowledge writes only it has, kill it,
+        resume the followers; returns once a follower leads instead.
+
+        The loss of ``acks=1`` on demand: the kill waits (up to ``hold`` seconds) until
+        a write to a partition that leader leads was acknowledged after the pause.
+        """
+        with self._lock:
+            # Ask for leaders now: with the followers paused, metadata requests may hang.
+            leader = self._leader(topic, partition)
+            led = {p for p in range(self._partition_count(topic))
+                   if self.cluster.leader(topic, p) == leader}
+            paused = self.pause_followers(topic, partition)
+            since = paused.time
+            end = time.monotonic() + hold
+            while time.monotonic() < end and not any(
+                    op.topic == topic for op in self.history
+                    if op.kind == "send" and op.outcome == "ok" and op.time >= since
+                    and op.partition in led):
+                time.sleep(0.05)
+            time.sleep(0.2)
+            followers = [n for n, s in self.cluster.status().items() if s == "paused"]
+            try:
+                killed = self.kill_leader(topic, partition)
+            finally:
+                for node in followers:
+                    self.cluster.resume(node)
+            self.cluster.wait_leader(topic, partition, exclude=(leader,), timeout=60)
+            return self._record("isolate_leader", {"topic": topic, "partition": partition},
+                                killed.time, f"isolated and killed broker {leader}; "
+                                f"followers {followers} resumed and took over", leader)
+
+    def _partition_count(self, topic: str) -> int:
+        meta = self.cluster.admin().list_topics(topic, timeout=5).topics.get(topic)
+        return len(meta.partitions) if meta is not None else 1
+
+    def exposed(self) -> list[str]:
+        """Values acknowledged while a leader's followers were paused and it was not yet
+        killed: the writes only the doomed leader had."""
+        return [v for start, end, topic in self.windows
+                for v in self.history.acked_between(start, end, topic)]
 
     def kill_broker(self, node: int) -> FaultRecord:
         """SIGKILL one broker: no shutdown, no flush."""
@@ -276,9 +330,9 @@ class Nemesis:
         """Delay every byte between clients and one broker by ``ms`` each way."""
         proxy = self._proxy(node, "delay_client")
         with self._lock:
-            t, wall = self.now(), time.time()
+            t = self.now()
             proxy.delay(ms)
-            return self._record("delay_client", {"node": node, "ms": ms}, t, wall,
+            return self._record("delay_client", {"node": node, "ms": ms}, t,
                                 f"delayed client traffic of broker {node} by {ms:g} ms", node)
 
     def _node_fault(self, name: str, node: int, action: Callable[[int], Any],
@@ -286,16 +340,23 @@ class Nemesis:
         if node not in self.cluster.nodes:
             raise bad_value("node", node, f"a node number from 1 to {self.cluster.size}")
         with self._lock:
-            t, wall = self.now(), time.time()
+            t = self.now()
             action(node)
-            return self._record(name, {"node": node}, t, wall, f"{verb} {node}", node)
+            return self._record(name, {"node": node}, t, f"{verb} {node}", node)
 
     def heal(self) -> FaultRecord:
-        """Undo everything: resume paused brokers, restart dead ones, heal every proxy."""
+        """Undo everything, then wait until the cluster is whole again.
+
+        Network partitions (docker backend) and proxies first: the cluster's own admin
+        client must not stall on a blackholed proxy. Then paused brokers resume and dead
+        ones restart, and the call returns once every broker is registered and every
+        replica of the topics the faults touched is in sync (a client asking right after
+        a restart may otherwise meet a broker not yet back).
+        """
         with self._lock:
-            t, wall = self.now(), time.time()
-            # Proxies first: the cluster's own admin client (restart waits on it) goes
-            # through them, and must not stall on a blackholed one.
+            t = self.now()
+            for node in list(getattr(self.cluster, "partitioned", ())):
+                self.cluster.heal_partition(node)
             for proxy in self.cluster.proxies.values():
                 proxy.heal()
             resumed, restarted = [], []
@@ -307,17 +368,16 @@ class Nemesis:
                 if state == "dead":
                     self.cluster.restart(node)
                     restarted.append(node)
+            self._isolated.clear()
+            if resumed or restarted:
+                wait_whole(self.cluster, sorted(self._topics))
             parts = []
             if resumed:
                 parts.append(f"resumed {resumed}")
             if restarted:
                 parts.append(f"restarted {restarted}")
             parts.append("healed the proxies" if self.cluster.proxies else "no proxies")
-            return self._record("heal", {}, t, wall, "; ".join(parts))
-
-    def to_records(self) -> list[dict[str, Any]]:
-        """Every record as a JSON-ready dict, in order."""
-        return [r.to_record() for r in self.records]
+            return self._record("heal", {}, t, "; ".join(parts))
 
 
 # --- schedules ---------------------------------------------------------------------------
@@ -359,7 +419,8 @@ class Step:
                 raise bad_value("sent", c, "a whole number of messages >= 0")
         else:
             raise bad_value("trigger", self.trigger, "At(seconds) or Sent(count)")
-        object.__setattr__(self, "args", validate(self.fault, self.args))
+        fault(self.fault)  # a name outside the registry fails here, before any run
+        object.__setattr__(self, "args", dict(self.args))
 
     def to_param(self) -> dict[str, Any]:
         """The papermill form: ``{"sent": 500, "fault": "kill_leader", "topic": "t"}``."""
@@ -436,10 +497,11 @@ class Schedule:
             raise bad_value("seed", seed, "a whole number")
         names = [faults] if isinstance(faults, str) else list(faults)
         if not names:
-            raise bad_value("faults", faults, "at least one of " + ", ".join(FAULTS))
+            raise bad_value("faults", faults, "at least one of " + ", ".join(CLUSTER_FAULTS))
         for name in names:
-            if name not in FAULTS:
-                raise bad_value("fault", name, "one of " + ", ".join(FAULTS))
+            validate(name, _random_args(name, random.Random(0), topic or "t", (1,)))
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            raise bad_value("steps", steps, "a whole number >= 1")
         if "kill_leader" in names and topic is None:
             raise bad_value("topic", topic, "a topic name (kill_leader needs one)")
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
@@ -469,6 +531,28 @@ class Schedule:
         return cls(out, seed=seed)
 
     @classmethod
+    def spread(cls, items: Iterable[str | Mapping[str, Any]], count: int) -> Schedule:
+        """A chapter's papermill ``faults``: fault names spread evenly over a stream of
+        ``count`` values (with two, after 1/3 and 2/3 of it), or dicts
+        ``{"fault": name, "sent": n}`` to fire after exactly ``n`` values."""
+        items = list(items or ())
+        bare = sum(isinstance(item, str) for item in items)
+        steps: list[Step] = []
+        k = 0
+        for item in items:
+            if isinstance(item, str):
+                k += 1
+                steps.append(Step(Sent(max(1, round(count * k / (bare + 1)))), item))
+            elif isinstance(item, Mapping) and "sent" in item:
+                sent = item["sent"]
+                if not isinstance(sent, int) or isinstance(sent, bool) or not 0 <= sent <= count:
+                    raise bad_value("sent", sent, f"a whole number from 0 to {count}")
+                steps.append(_step(item))
+            else:
+                raise bad_value("fault", item, "a fault name, or {'fault': name, 'sent': n}")
+        return cls(sorted(steps, key=lambda step: step.trigger.count))
+
+    @classmethod
     def from_params(cls, params: Iterable[Mapping[str, Any]] | None) -> Schedule:
         """From a papermill parameter: a list of dicts (see :meth:`Step.to_param`)."""
         return cls(params or ())
@@ -478,7 +562,11 @@ class Schedule:
 
     # ------------------------------------------------------------------ running
     def start(self, nemesis: Any) -> Schedule:
-        """Bind to a Nemesis (anything with ``apply`` and ``now``) and start the clock."""
+        """Bind to a Nemesis, or a FaultPanel (anything with ``apply`` and ``now``: a
+        panel presses its button of that name), and start the clock."""
+        if isinstance(nemesis, Nemesis):
+            for step in self.steps:
+                validate(step.fault, step.args)
         with self._lock:
             self._nemesis = nemesis
             self._t0 = nemesis.now()

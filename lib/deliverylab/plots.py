@@ -87,7 +87,7 @@ def _values(items: Iterable[Any] | None) -> set[str]:
 
 def timeline(
     history: History | Iterable[Op],
-    faults: Iterable[Any] = (),
+    faults: Iterable[Any] | None = None,
     *,
     duplicates: Iterable[Any] | None = None,
     lost: Iterable[Any] | None = None,
@@ -96,18 +96,24 @@ def timeline(
 ) -> Figure:
     """Sends, their outcomes, reads, transactions and faults over time, one lane per process.
 
-    ``faults`` are dicts or records with ``time`` and ``name`` (the Nemesis' log), on
-    the History's clock (:meth:`History.now`); one with ``end`` (or ``duration``) is
-    drawn as a band. ``duplicates`` and ``lost`` are value ids or the checker's findings
-    (anything with a ``value``); their sends are ringed, so a student sees *which* send
-    became the duplicate or the loss, and which fault it followed. A send is plotted
+    Faults are drawn from the History's own ``fault`` ops (every fault the Nemesis or a
+    client did); ``faults`` overrides them with dicts or records with ``time`` and
+    ``name`` on the History's clock (:meth:`History.now`); one with ``end`` (or
+    ``duration``) is drawn as a band. ``duplicates`` and ``lost`` are value ids or the
+    checker's findings (anything with a ``value``); their sends are ringed, so a
+    student sees *which* send became the duplicate or the loss, and which fault it
+    followed. A send is plotted
     when its outcome was known (the History stamps an op when it ends), so "send" and
     "ack" share one mark, colored by outcome.
     """
     if not isinstance(history, History | Iterable):
         raise bad_value("history", history, "a History or a list of Op")
-    ops = list(history)
+    everything = list(history)
+    ops = [op for op in everything if op.kind != "fault"]
     dup, gone = _values(duplicates), _values(lost)
+    if faults is None:
+        faults = [{"time": op.time, "name": op.detail or op.fault}
+                  for op in everything if op.kind == "fault"]
     fault_rows = _rows(faults)
     senders = {op.process for op in ops if op.kind == "send"}
     processes = sorted({op.process for op in ops}, key=lambda p: (p not in senders, p))

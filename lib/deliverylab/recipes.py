@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from . import values
 from .clients import config
 from .errors import LabError, bad_value
-from .nemesis import partition_meta, wait_leader
+from .nemesis import wait_whole
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -111,17 +111,11 @@ def _ensure_topic(cluster: Cluster, topic: str, config_: dict[str, Any]) -> None
 
 def _wait_isr_full(cluster: Cluster, topic: str, partition: int,
                    timeout: float) -> tuple[int, list[int]]:
-    """Wait until every replica is in the ISR and there is a leader; (leader, replicas)."""
-    end = time.monotonic() + timeout
-    while True:
-        meta = partition_meta(cluster, topic, partition)
-        if (meta is not None and meta.leader >= 0 and meta.replicas
-                and sorted(meta.isrs) == sorted(meta.replicas)):
-            return meta.leader, list(meta.replicas)
-        if time.monotonic() >= end:
-            raise RecipeFailed(f"{topic}/{partition} did not get a leader and a full ISR "
-                               f"within {timeout:.0f}s (last seen: {meta})")
-        time.sleep(0.1)
+    """Wait until the partition is whole (:func:`~deliverylab.nemesis.wait_whole`);
+    returns (leader, replicas)."""
+    wait_whole(cluster, [topic], timeout, steady=0.0)
+    meta = cluster._partition(topic, partition)
+    return meta.leader, list(meta.replicas)
 
 
 def read_partition(bootstrap: str, topic: str, partition: int = 0,
@@ -244,7 +238,7 @@ def lost_ack_duplicate(cluster: Cluster, topic: str, idempotent: bool = False,
         raise RecipeFailed("lost_ack_duplicate needs the fault proxy: start the cluster "
                            "with Cluster.start(..., proxy=True)")
     _ensure_topic(cluster, topic, {})
-    leader = wait_leader(cluster, topic, 0)
+    leader = cluster.wait_leader(topic, 0)
     producer_id = f"lost-ack-{uuid.uuid4().hex[:8]}"
     producer = Producer(config(cluster.bootstrap_servers, **{
         "client.id": producer_id, "enable.idempotence": bool(idempotent), "acks": "all",
@@ -419,7 +413,7 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
         finally:
             for node in followers:
                 cluster.resume(node)
-        new_leader = wait_leader(cluster, topic, 0, exclude=(old_leader,), timeout=timeout)
+        new_leader = cluster.wait_leader(topic, 0, exclude=(old_leader,), timeout=timeout)
         phases.mark("new leader elected")
         victim.wait(timeout)  # acks=all: the retry, answered by the new leader
         after = _Send(producer, topic, values.encode(producer_id, 2), key)

@@ -10,9 +10,11 @@ Every run has the same shape, so that runs are comparable across modes and fault
 4. the cluster is healed again and both topics are drained (the final read-back);
 5. the Checker judges History + reads against what the mode allows.
 
-Faults that belong to the cluster (lost ack, leader kill, broker pause) go through the
+Every fault is a name of the registry (:data:`deliverylab.faults.FAULTS`). Faults that
+belong to the cluster (lose_ack, isolate_leader, pause_broker) go through the
 :class:`~deliverylab.nemesis.Nemesis`, so a run records exactly what a button press
-would do; faults that belong to the clients (crashes, zombies) are the workload's.
+would do; faults that belong to the clients (crash_producer, zombie_producer,
+crash_consumer) are done by the clients, which record them as fault ops too.
 """
 
 from __future__ import annotations
@@ -25,21 +27,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 
 from . import checker as C
 from . import values as V
-from .clients import config
+from .clients import Recorder, config, is_fencing
 from .cluster import Cluster
-from .errors import bad_value
+from .errors import LabError, bad_value
+from .faults import SCENARIO_FAULTS
 from .history import History
-from .modes import DeliveryMode
+from .modes import DeliveryMode, claim_failures
 from .modes import mode as get_mode
 from .nemesis import Nemesis
-from .workload import Pipeline, ProducerWorkload, read_back
+from .readers import pending_count, read_back
+from .workload import Pipeline, PipelineReport, ProducerWorkload
 
-FAULTS = ("none", "lost_ack", "leader_kill", "broker_pause", "producer_crash",
-          "zombie_producer", "consumer_crash")
+#: The faults a Scenario runs: "none", then the registry's scenario faults.
+FAULTS: tuple[str, ...] = ("none", *SCENARIO_FAULTS)
 
 
 @dataclass
@@ -56,6 +60,13 @@ class RunResult:
     seconds: float = 0.0
     history: History | None = None
     topics: tuple[str, str] = ("", "")
+
+    def failures(self) -> list[str]:
+        """What this run contradicts: its mode's promise and its cell's claim
+        (:func:`deliverylab.modes.claim_failures`); empty when the course holds."""
+        return [f"{msg} (seed {self.seed})" for msg in claim_failures(
+            self.mode, self.fault, self.observed(), self.result.valid,
+            self.result.violations())]
 
     def observed(self) -> dict[str, int]:
         """Every count a matrix cell shows: anomalies and facts, as numbers."""
@@ -75,7 +86,7 @@ class Scenario:
 
     Args:
         mode: a delivery mode or its name.
-        fault: one of :data:`FAULTS`.
+        fault: ``"none"`` or a scenario fault of the registry (:data:`FAULTS`).
         values: how many unique values the producer writes.
         partitions: partitions of the input and output topics.
         rate: values per second for the producer (a fault needs a moving stream); by
@@ -120,9 +131,11 @@ class Scenario:
             seen = {(r.topic, r.partition, r.offset) for r in reads}
             facts["aborted_visible_uncommitted"] = sum(
                 1 for r in uncommitted if (r.topic, r.partition, r.offset) not in seen)
-        result = C.check(history, reads, self.mode.allowed, pipeline=(source, sink))
-        return RunResult(self.mode.name, self.fault, seed, result, facts,
-                         nemesis.to_records(),
+        result = C.check(history, reads, self.mode.allowed_under(self.fault),
+                         pipeline=(source, sink))
+        faults = [{"time": op.time, "name": op.fault, "did": op.detail,
+                   "process": op.process} for op in history.faults()]
+        return RunResult(self.mode.name, self.fault, seed, result, facts, faults,
                          time.monotonic() - t0, history, (source, sink))
 
 
@@ -144,12 +157,12 @@ class _Run:
     # ----------------------------------------------------------------- produce
     def produce(self) -> None:
         fault = self.s.fault
-        if fault == "producer_crash":
-            return self._producer_crash()
+        if fault == "crash_producer":
+            return self._crash_producer()
         if fault == "zombie_producer":
             return self._zombie_producer()
         on_sent = None
-        if fault in ("lost_ack", "leader_kill", "broker_pause"):
+        if fault in ("lose_ack", "isolate_leader", "pause_broker"):
             on_sent = self._background_fault(fault)
         self.producer().run(self.s.values, on_sent=on_sent)
         self._join_fault()
@@ -159,15 +172,15 @@ class _Run:
 
         A thread, not the send loop: the fault must wait for the cluster (an election,
         an acknowledgement) while the producer keeps producing and polling. But the
-        producer waits until the fault is *armed* (ack loss armed, brokers paused):
-        otherwise a short, fast run could finish before the fault bites, and the
-        anomaly would only sometimes appear.
+        producer waits until the fault is *armed* -- its first fault op is in the
+        History (ack loss armed, followers paused): otherwise a short, fast run could
+        finish before the fault bites, and the anomaly would only sometimes appear.
         """
         fired = threading.Event()
-        self._armed = threading.Event()
-        action = {"lost_ack": self._lose_ack, "leader_kill": self._leader_kill,
-                  "broker_pause": self._broker_pause}[fault]
+        action = {"lose_ack": self._lose_ack, "isolate_leader": self._isolate_leader,
+                  "pause_broker": self._pause_broker}[fault]
         self._errors: list[BaseException] = []
+        self._done = threading.Event()
 
         def body() -> None:
             try:
@@ -175,7 +188,7 @@ class _Run:
             except BaseException as exc:  # surfaced after the producer finishes
                 self._errors.append(exc)
             finally:
-                self._armed.set()
+                self._done.set()
 
         self._thread = threading.Thread(target=body, name=f"fault-{fault}", daemon=True)
 
@@ -183,7 +196,10 @@ class _Run:
             if n >= self.trigger and not fired.is_set():
                 fired.set()
                 self._thread.start()
-                self._armed.wait(60)
+                end = time.monotonic() + 60
+                while (not self.history.faults() and not self._done.is_set()
+                       and time.monotonic() < end):
+                    time.sleep(0.01)
         return on_sent
 
     def _join_fault(self) -> None:
@@ -196,49 +212,22 @@ class _Run:
     def _lose_ack(self) -> None:
         """Drop the next produce response of partition 0's leader: the client retries."""
         self.nemesis.lose_ack(node=self.cluster.leader(self.source, 0), count=1)
-        self._armed.set()
 
-    def _broker_pause(self) -> None:
+    def _pause_broker(self) -> None:
         """Pause partition 0's leader for 2 s (under the 3 s session timeout)."""
         node = self.cluster.leader(self.source, 0)
         self.nemesis.pause_broker(node)
-        self._armed.set()
         time.sleep(2.0)
         self.nemesis.resume_broker(node)
 
-    def _leader_kill(self) -> None:
-        """Kill partition 0's leader while its followers lag behind it.
+    def _isolate_leader(self) -> None:
+        """Kill partition 0's leader while its followers lag behind it (the Nemesis'
+        ``isolate_leader``): with acks=1 it acknowledged writes nobody else has; with
+        acks=all it could not. This makes the at-most-once loss happen every run
+        instead of only when a kill lands in a millisecond window."""
+        self.nemesis.isolate_leader(self.source, 0)
 
-        The followers are paused first (briefly: they stay in the ISR, as replicas do in
-        a GC pause), so the leader holds writes nobody else has. With acks=1 the leader
-        acknowledges them; with acks=all it cannot. Then the leader dies and a follower
-        takes over without those writes. This makes the at-most-once loss happen every
-        run instead of only when the kill lands in a millisecond window.
-        """
-        leader = self.cluster.leader(self.source, 0)
-        followers = [n for n in self.cluster.nodes if n != leader]
-        # Ask for leaders now: with two brokers paused, metadata requests may hang.
-        led = {p for p in range(self.s.partitions) if self.cluster.leader(self.source, p) == leader}
-        since = self.history.now()
-        for node in followers:
-            self.nemesis.pause_broker(node)
-        self._armed.set()
-        try:
-            deadline = time.monotonic() + 1.5
-            while time.monotonic() < deadline and not self._acked_on(led, since):
-                time.sleep(0.05)
-            time.sleep(0.2)
-            self.nemesis.kill_broker(leader)  # the leader of partition 0, found above
-        finally:
-            for node in followers:
-                self.nemesis.resume_broker(node)
-        self.cluster.wait_leader(self.source, 0, exclude=(leader,), timeout=60)
-
-    def _acked_on(self, led: set[int], since: float) -> bool:
-        return any(op.kind == "send" and op.outcome == "ok" and op.time >= since
-                   and op.partition in led for op in self.history)
-
-    def _producer_crash(self) -> None:
+    def _crash_producer(self) -> None:
         """The producer dies after ``trigger`` values; a new instance writes the rest.
 
         Transactional: the crash leaves a transaction open; the new instance's
@@ -257,50 +246,35 @@ class _Run:
         with a fatal fenced error, so its values are aborted. Without a transactional.id
         nothing tells the zombie it has been replaced, and both instances' writes stay.
         """
-        zombie = Producer(config(self.cluster.bootstrap_servers, **self._zombie_conf()))
-        txn = "zombie/txn-1"
-        if self.s.mode.transactional:
+        mode = self.s.mode
+        conf = dict(mode.producer)
+        if mode.transactional:
+            conf["transactional.id"] = f"{self.tag}-producer"
+        zombie = Producer(config(self.cluster.bootstrap_servers, **conf))
+        # The zombie writes the same values as producer-0 (the same logical producer).
+        recorder = Recorder(self.history, "zombie", self.source)
+        txn = "zombie/txn-1" if mode.transactional else None
+        if mode.transactional:
             zombie.init_transactions(30)
             zombie.begin_transaction()
             self.history.record("zombie", "begin_txn", "ok", txn=txn)
-        pending: list = []
         for seq in range(self.trigger):
-            self._zombie_send(zombie, seq, txn if self.s.mode.transactional else None, pending)
+            recorder.send(zombie, V.ValueId("producer-0", seq), seq % self.s.partitions, txn)
         zombie.flush(30)
+        recorder.settle("no delivery report after 30 s")
         # The successor: the same logical producer, restarted, writes everything again.
         self.producer().run(self.s.values)
+        self.history.record("zombie", "fault", "info", fault="zombie_producer", txn=txn,
+                            detail="the stalled first instance comes back")
         fenced = False
-        if self.s.mode.transactional:
+        if mode.transactional:
             try:
                 zombie.commit_transaction(30)
                 self.history.record("zombie", "commit_txn", "ok", txn=txn)
             except KafkaException as exc:
-                fenced = exc.args[0].fatal() or exc.args[0].code() in (
-                    KafkaError._FENCED, KafkaError.PRODUCER_FENCED)
+                fenced = is_fencing(exc)
                 self.history.record("zombie", "commit_txn", "fail", txn=txn, error=exc)
         self.facts["zombie_fenced"] = fenced
-
-    def _zombie_conf(self) -> dict[str, Any]:
-        conf = dict(self.s.mode.producer)
-        if self.s.mode.transactional:
-            conf["transactional.id"] = f"{self.tag}-producer"
-        return conf
-
-    def _zombie_send(self, producer: Producer, seq: int, txn: str | None,
-                     pending: list) -> None:
-        vid = V.ValueId("producer-0", seq)
-
-        def done(err, msg) -> None:
-            from .history import outcome_of
-
-            ok = err is None
-            self.history.record("zombie", "send", outcome_of(err), [vid], topic=self.source,
-                                partition=msg.partition() if ok else None,
-                                offset=msg.offset() if ok else None, txn=txn, error=err)
-
-        producer.produce(self.source, V.encode("producer-0", seq), key=V.key("producer-0"),
-                         partition=seq % self.s.partitions, on_delivery=done)
-        producer.poll(0)
 
     # ----------------------------------------------------------------- process
     def process(self) -> None:
@@ -310,53 +284,103 @@ class _Run:
             return Pipeline(self.cluster, self.source, self.sink, self.s.mode, self.history,
                             group=group, process=process)
 
-        if self.s.fault == "consumer_crash":
-            point = ("after_commit_before_process" if self.s.mode.commit == "before"
-                     else "after_process_before_commit")
+        if self.s.fault == "crash_consumer":
             crashed = stage("pipeline-0")
-            crashed.run(crash_after=self.trigger, crash_point=point)
+            crashed.run(crash_after=self.trigger)
             self.facts["consumer_crashed"] = crashed.report.crashed
             stage("pipeline-1").run()
         else:
             stage("pipeline-0").run()
 
 
-# ----------------------------------------------------------------------- matrix
-#: What each cell must show in every run ("always") or in no run ("never"). Cells not
-#: listed for an anomaly may show it or not; the matrix prints what it saw.
-EXPECTATIONS: dict[tuple[str, str], dict[str, str]] = {}
+# ----------------------------------------------- a consumer stalled past its poll interval
 
 
-def _expect(modes: tuple[str, ...], faults: tuple[str, ...], **rules: str) -> None:
-    for m in modes:
-        for f in faults:
-            EXPECTATIONS.setdefault((m, f), {}).update(rules)
+@dataclass
+class Takeover:
+    """Evidence of one stall: who processed what, and whose commit was refused."""
+
+    stalled: PipelineReport
+    successor: PipelineReport
+    stall: dict[str, Any]
+    max_poll_seconds: float
+    redone: list[str]
+    commit_errors: list[str]
+
+    @property
+    def rejected_commits(self) -> int:
+        return self.stalled.rejected_commits
+
+    def __str__(self) -> str:
+        return (f"{self.stalled.process} processed {self.stalled.processed} values, then "
+                f"stalled {self.stall['end'] - self.stall['time']:.1f} s (max.poll.interval "
+                f"{self.max_poll_seconds:g} s); {self.successor.process} took over and "
+                f"processed {self.successor.processed}; {len(self.redone)} values were "
+                f"processed by both; {self.rejected_commits} late commit(s) of "
+                f"{self.stalled.process} rejected ({', '.join(self.commit_errors) or '-'})")
 
 
-_STRONG = ("AT_LEAST_ONCE", "IDEMPOTENT", "TRANSACTIONAL")
-_PRODUCER_FAULTS = ("lost_ack", "leader_kill", "broker_pause", "producer_crash")
-_expect(_STRONG, FAULTS, lost="never")
-_expect(("IDEMPOTENT", "TRANSACTIONAL"), _PRODUCER_FAULTS, duplicates="never")
-_expect(("TRANSACTIONAL",), FAULTS, aborted_reads="never", pipeline_missing="never",
-        pipeline_extra="never", duplicates="never")
-_expect(("AT_LEAST_ONCE",), ("lost_ack",), duplicates="always")
-_expect(("AT_LEAST_ONCE", "IDEMPOTENT"), ("consumer_crash",), pipeline_extra="always")
-_expect(("AT_MOST_ONCE",), ("consumer_crash",), pipeline_missing="always")
-_expect(("AT_MOST_ONCE",), ("leader_kill",), lost="always")
-_expect(("TRANSACTIONAL",), ("producer_crash", "zombie_producer"),
-        aborted_visible_uncommitted="always")
-_expect(("TRANSACTIONAL",), ("zombie_producer",), zombie_fenced="always")
+def stall_takeover(cluster: Any, source: str, sink: str, mode: DeliveryMode | str,
+                   history: History, group: str, stall_after: int,
+                   stall_seconds: float | None = None, timeout: float = 120.0) -> Takeover:
+    """Stall one processing instance past ``max.poll.interval.ms``; another takes over.
 
+    Instance A (``pipeline-A``) runs in a thread and, at the batch holding its
+    ``stall_after``-th value, has written that batch to ``sink`` and then stalls for
+    ``stall_seconds`` before committing (a long GC pause, a slow call). Its consumer
+    stops polling, so after ``max.poll.interval.ms`` the client leaves the group. Once
+    A is stalled, instance B (``pipeline-B``) joins the same ``group``; it gets every
+    partition as soon as A is gone and starts from the last *committed* offsets, so it
+    processes A's uncommitted batch again. When A wakes up, its commit is refused: the
+    partitions are no longer its own.
+    """
+    mode = get_mode(mode)
+    if mode.commit != "after":
+        raise bad_value("mode", mode.name, "a mode that commits after processing "
+                        "(AT_LEAST_ONCE or IDEMPOTENT)")
+    max_poll = int(mode.consumer.get("max.poll.interval.ms", 300000)) / 1000
+    stall_seconds = max_poll + 4 if stall_seconds is None else stall_seconds
+    if stall_seconds <= max_poll:
+        raise bad_value("stall_seconds", stall_seconds,
+                        f"more than max.poll.interval.ms ({max_poll:g} s), or no one notices")
+    a = Pipeline(cluster, source, sink, mode, history, group=group, process="pipeline-A")
+    b = Pipeline(cluster, source, sink, mode, history, group=group, process="pipeline-B")
+    errors: list[BaseException] = []
 
-def expectation_failures(run: RunResult) -> list[str]:
-    """What this run contradicts in :data:`EXPECTATIONS` (empty: as the course claims)."""
-    observed = run.observed()
-    failures = []
-    for name, rule in EXPECTATIONS.get((run.mode, run.fault), {}).items():
-        n = observed.get(name, 0)
-        if rule == "always" and n == 0:
-            failures.append(f"{run.mode}/{run.fault} seed {run.seed}: expected {name}, saw none")
-        if rule == "never" and n > 0:
-            failures.append(f"{run.mode}/{run.fault} seed {run.seed}: expected no {name}, "
-                            f"saw {n}")
-    return failures
+    def run_a() -> None:
+        try:
+            a.run(expected=stall_after, stall_after=stall_after, stall_seconds=stall_seconds,
+                  idle_timeout=30)
+        except BaseException as exc:  # re-raised below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run_a, name="pipeline-A", daemon=True)
+    thread.start()
+    end = time.monotonic() + timeout
+    while a.report.processed < stall_after and thread.is_alive():
+        if time.monotonic() > end:
+            raise LabError(f"pipeline-A processed only {a.report.processed} of "
+                           f"{stall_after} values within {timeout:.0f} s")
+        time.sleep(0.05)
+    if errors:
+        raise errors[0]
+    if a.report.processed < stall_after:
+        raise LabError(f"pipeline-A ended after {a.report.processed} values, before its "
+                       f"stall at {stall_after}: does {source!r} hold enough values?")
+    t_stall = history.now()
+    # B is done when it has processed what the group has not committed yet (its own
+    # "caught up" test waits for partitions it never reads from, so tell it the count).
+    b.run(expected=pending_count(cluster, group, source),
+          idle_timeout=stall_seconds + max_poll + 15)
+    thread.join(max(1.0, end - time.monotonic()) + stall_seconds)
+    if thread.is_alive():
+        raise LabError("pipeline-A did not wake up from its stall")
+    if errors:
+        raise errors[0]
+    commit_ops = [op for op in history if op.process == "pipeline-A" and op.kind == "commit"
+                  and op.outcome == "fail"]
+    t_wake = commit_ops[-1].time if commit_ops else history.now()
+    redone = sorted(set(a.report.values) & set(b.report.values), key=V.parse)
+    return Takeover(a.report, b.report,
+                    {"name": "pipeline-A stalls", "time": t_stall, "end": t_wake},
+                    max_poll, redone, sorted({op.error or "?" for op in commit_ops}))

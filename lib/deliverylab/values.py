@@ -26,6 +26,21 @@ class ValueId:
         return f"{self.producer}:{self.seq}"
 
 
+def parse(text: str | ValueId) -> ValueId:
+    """Parse ``"producer:seq"`` (the ``str`` of a :class:`ValueId`) back into a ValueId.
+
+    Splits on the *last* colon so a producer id may itself contain colons. The one
+    parser of value ids: raises ``ValueError`` on anything else.
+    """
+    if isinstance(text, ValueId):
+        return text
+    producer, sep, seq = str(text).rpartition(":")
+    if not (sep and producer) or not seq.lstrip("-").isdigit():
+        raise ValueError(f"not a value id: {str(text)[:60]!r}; expected 'producer:seq', "
+                         "e.g. 'producer-0:17'")
+    return ValueId(producer, int(seq))
+
+
 def encode(producer: str, seq: int, payload_size: int = 0) -> bytes:
     """Encode one value; ``payload_size`` pads it (benchmarks write ~1 KB records)."""
     return json.dumps(

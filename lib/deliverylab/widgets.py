@@ -1,4 +1,4 @@
-"""Failure buttons for the chapters, and a progress bar that also reads well headless.
+"""Failure buttons for the chapters: a panel of buttons, a live status line, a log.
 
 :class:`FaultPanel` is a row of buttons, a live status line and a log of what each press
 did. It knows nothing about particular faults: a chapter hands it the cluster, a
@@ -12,10 +12,11 @@ Arguments that are only known at press time (which broker leads partition 0 *now
 are given as a callable, evaluated when the button is pressed: :func:`current_leader`
 builds the common one.
 
-:func:`progress` and :func:`busy` show how long work is going: an ipywidgets bar in a
-live notebook, plain text lines elsewhere (papermill's stored output, a terminal,
-pytest). In both cases the last line is printed text, so a saved notebook says how it
-went even where widgets do not render.
+Buttons that inject faults are named by their key in
+:data:`deliverylab.faults.FAULTS` (the registry gives the label and the help), so a
+click, the papermill ``faults`` schedule and the tests all use one name;
+:func:`fault_buttons` builds the common sets. Buttons that are not faults (the
+transaction console's Begin / Commit...) are plain actions with a callable.
 """
 
 from __future__ import annotations
@@ -23,19 +24,19 @@ from __future__ import annotations
 import atexit
 import html
 import inspect
-import os
-import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as W
 
 from .errors import bad_value
+from .faults import FAULTS
 from .history import History
+from .nemesis import CLUSTER_FAULTS
 
 #: Button colours ipywidgets knows (``button_style``).
 BUTTON_STYLES = ("primary", "success", "info", "warning", "danger", "")
@@ -93,6 +94,19 @@ class FaultSpec:
             self.method, "__name__", "action")
 
     @classmethod
+    def fault(cls, name: str, kwargs: KwargsSource = None, style: str | None = None,
+              ) -> FaultSpec:
+        """The button for registry fault ``name``: its label and help come from
+        :data:`~deliverylab.faults.FAULTS`, so every chapter names it alike."""
+        if name not in CLUSTER_FAULTS:
+            raise bad_value("fault", name, "a cluster fault of the registry: "
+                            + ", ".join(CLUSTER_FAULTS))
+        entry = FAULTS[name]
+        default = {"heal": "success", "kill_leader": "danger", "kill_broker": "danger",
+                   "isolate_leader": "danger"}.get(name, "warning")
+        return cls(entry.label, name, kwargs, entry.help, style or default)
+
+    @classmethod
     def of(cls, spec: FaultSpec | tuple | Mapping[str, Any] | str) -> FaultSpec:
         """Accept the short forms a chapter writes: ``("Kill leader", "kill_leader")``,
         ``("Pause broker 2", "pause_broker", {"node": 2})``, a dict, or a bare method
@@ -100,13 +114,32 @@ class FaultSpec:
         if isinstance(spec, FaultSpec):
             return spec
         if isinstance(spec, str):
-            return cls(spec.replace("_", " ").capitalize(), spec)
+            return cls.fault(spec)
         if isinstance(spec, Mapping):
             return cls(**spec)
         if isinstance(spec, tuple) and 2 <= len(spec) <= 5:
             return cls(*spec)
         raise bad_value("fault", spec, "a FaultSpec, (label, method[, kwargs]), a dict "
                         "or a nemesis method name")
+
+
+def fault_buttons(*names: str, topic: str | None = None,
+                  partition: int = 0) -> list[FaultSpec]:
+    """Buttons for registry faults; those that take a topic get ``topic``/``partition``.
+
+    ``fault_buttons("lose_ack", "heal", topic=t)`` is chapter 02's and 03's panel;
+    ``fault_buttons("pause_followers", "kill_leader", "heal", topic=t)`` chapter 01's.
+    """
+    from .nemesis import Nemesis
+
+    specs = []
+    for name in names:
+        FaultSpec.fault(name)  # validates the name
+        params = inspect.signature(getattr(Nemesis, name)).parameters
+        kwargs = ({"topic": topic, "partition": partition}
+                  if topic is not None and "topic" in params else None)
+        specs.append(FaultSpec.fault(name, kwargs))
+    return specs
 
 
 def current_leader(topic: str, partition: int = 0, key: str = "node",
@@ -200,7 +233,8 @@ class FaultPanel(W.VBox):
 
     Args:
         cluster: the running cluster (needs ``status()``; ``admin()`` for leaders).
-        nemesis: the object whose methods inject the faults (a ``Nemesis``).
+        nemesis: the object whose methods inject the faults (a ``Nemesis``); None for
+            a panel of actions only (a console's buttons).
         faults: the buttons, as :class:`FaultSpec` or its short forms (see
             :meth:`FaultSpec.of`).
         topic: the chapter's topic: the status line shows its leader per partition and
@@ -233,6 +267,9 @@ class FaultPanel(W.VBox):
         if len(set(labels)) != len(labels):
             raise bad_value("faults", labels, "specs with distinct labels")
         for spec in specs:
+            if isinstance(spec.method, str) and nemesis is None:
+                raise bad_value("nemesis", nemesis, f"a Nemesis: button {spec.label!r} "
+                                f"calls its {spec.method!r}")
             if isinstance(spec.method, str) and not callable(getattr(nemesis, spec.method,
                                                                       None)):
                 raise bad_value("method", spec.method,
@@ -320,6 +357,18 @@ class FaultPanel(W.VBox):
             raise press.error
         return press
 
+    def apply(self, name: str, **args: Any) -> Press:
+        """Press button ``name`` for a :class:`~deliverylab.nemesis.Schedule` (the
+        headless schedule's door): exactly a click, errors raised."""
+        if args:
+            raise bad_value("arguments", args, "none: a button carries its own")
+        return self.press(name, raise_errors=True)
+
+    def now(self) -> float:
+        """The History's clock (a Schedule's time triggers use it)."""
+        history = self.current_history
+        return history.now() if history is not None else time.monotonic()
+
     def _call(self, spec: FaultSpec, kwargs: dict[str, Any]) -> Any:
         """Call the fault through the nemesis' own door for named faults (``apply``,
         which a Schedule uses too, and which checks the arguments) when it has one;
@@ -327,7 +376,7 @@ class FaultPanel(W.VBox):
         if not isinstance(spec.method, str):
             return spec.method(**kwargs)
         apply = getattr(self.nemesis, "apply", None)
-        if callable(apply) and spec.method in getattr(self.nemesis, "FAULTS", ()):
+        if callable(apply) and spec.method in CLUSTER_FAULTS:
             return apply(spec.method, **kwargs)
         return getattr(self.nemesis, spec.method)(**kwargs)
 
@@ -534,195 +583,5 @@ def _stop_all_panels() -> None:
         panel._stop.set()
 
 
-# --- progress --------------------------------------------------------------------------
-
-PROGRESS_ENV = "DELIVERYLAB_PROGRESS"
-
-
-class _Live:
-    """One output that a widget occupies while work runs and a text line replaces.
-
-    Why replace rather than print after: the widget needs a frontend to be seen, and
-    papermill, nbconvert exports and a reopened notebook have none, so the line that
-    stays in the notebook must be text; replacing the display (``update_display_data``,
-    which JupyterLab and papermill's client both apply) leaves exactly one line, not a
-    dead widget plus a duplicate.
-    """
-
-    def __init__(self, widget: W.Widget, text: str) -> None:
-        from IPython.display import display
-
-        self.widget = widget
-        data = widget._repr_mimebundle_() or {}
-        data["text/plain"] = text
-        self.handle = display(data, raw=True, display_id=True)
-
-    def finish(self, text: str) -> None:
-        self.handle.update({"text/plain": text}, raw=True)
-        for child in getattr(self.widget, "children", ()):
-            child.close()
-        self.widget.close()
-
-
-def _widget_mode() -> bool:
-    """Widgets in a Jupyter kernel, text elsewhere; ``DELIVERYLAB_PROGRESS=text`` forces text.
-
-    A kernel cannot tell whether anyone renders its widgets (papermill does not), which
-    is why the widget is replaced by a text line when the work ends.
-    """
-    if os.environ.get(PROGRESS_ENV, "").lower() == "text":
-        return False
-    shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
-    try:
-        ip = shell.get_ipython()
-    except Exception:
-        return False
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
-
-
-@dataclass
-class Progress:
-    """A counted progress bar: ``bar(n)`` sets the count, so it fits ``on_sent=bar``.
-
-    Widget mode updates a bar at most every ``min_interval`` s (a comm message per
-    value would slow the producer it measures); text mode prints at every quarter.
-    :meth:`close` leaves one summary line either way.
-    """
-
-    total: int
-    description: str = ""
-    min_interval: float = 0.2
-    widget: bool | None = None
-    value: int = 0
-    _t0: float = field(default_factory=time.monotonic, repr=False)
-    _shown_at: float = field(default=0.0, repr=False)
-    _quarter: int = field(default=0, repr=False)
-    _bar: Any = field(default=None, repr=False)
-    _label: Any = field(default=None, repr=False)
-    _live: _Live | None = field(default=None, repr=False)
-    _closed: bool = field(default=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.total, int) or self.total < 0:
-            raise bad_value("total", self.total, "a whole number >= 0")
-        if self.widget is None:
-            self.widget = _widget_mode()
-        if self.widget:
-            self._bar = W.IntProgress(value=0, min=0, max=max(self.total, 1),
-                                      layout=W.Layout(width="40%"))
-            self._label = W.Label(f"0/{self.total}")
-            self._live = _Live(W.HBox([W.Label(self.description), self._bar, self._label]),
-                               f"{self.description}: 0/{self.total}")
-
-    def __call__(self, n: int) -> None:
-        self.update_to(n)
-
-    def update(self, step: int = 1) -> None:
-        self.update_to(self.value + step)
-
-    def update_to(self, n: int) -> None:
-        self.value = n
-        if self._closed:
-            return
-        now = time.monotonic()
-        if self.widget:
-            if n >= self.total or now - self._shown_at >= self.min_interval:
-                self._shown_at = now
-                self._bar.value = min(n, self._bar.max)
-                self._label.value = f"{n}/{self.total} ({now - self._t0:.1f} s)"
-        elif self.total:
-            quarter = min(4, 4 * n // self.total)
-            if quarter > self._quarter and quarter < 4:
-                self._quarter = quarter
-                print(f"{self.description}: {n}/{self.total} ({now - self._t0:.1f} s)",
-                      flush=True)
-
-    def close(self, note: str = "") -> None:
-        """Finish (once): the bar gives way to ``description: n/total in s``."""
-        if self._closed:
-            return
-        self._closed = True
-        seconds = time.monotonic() - self._t0
-        extra = f" -- {note}" if note else ""
-        line = f"{self.description}: {self.value}/{self.total} in {seconds:.1f} s{extra}"
-        if self._live is not None:
-            self._live.finish(line)
-        else:
-            print(line, flush=True)
-
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def progress(total: int, description: str = "", **kwargs: Any) -> Progress:
-    """A :class:`Progress` for ``total`` steps: ``with progress(200, "producing") as bar:
-    workload.run(200, on_sent=bar)``."""
-    return Progress(total, description, **kwargs)
-
-
-class busy:  # noqa: N801 -- used like a function: ``with busy("starting 3 brokers"):``
-    """Elapsed-time indicator for work that cannot report steps (a cluster start, a
-    Spark session, a wait for a new leader): a bar with a running clock in a notebook,
-    a start line as text; either way one ``description: done in N s`` line remains.
-
-    The clock is a daemon thread that lives only inside the ``with`` block.
-    """
-
-    def __init__(self, description: str, widget: bool | None = None,
-                 interval: float = 0.5) -> None:
-        self.description = description
-        self.widget = _widget_mode() if widget is None else widget
-        self.interval = interval
-        self.seconds = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._label: Any = None
-        self._live: _Live | None = None
-
-    def __enter__(self) -> busy:
-        self._t0 = time.monotonic()
-        if self.widget:
-            bar = W.IntProgress(value=1, min=0, max=1, bar_style="info",
-                                layout=W.Layout(width="20%"))
-            self._label = W.Label(f"{self.description}...")
-            self._live = _Live(W.HBox([bar, self._label]), f"{self.description}...")
-            self._thread = threading.Thread(target=self._tick, name="busy-clock",
-                                            daemon=True)
-            self._thread.start()
-        else:
-            print(f"{self.description}...", flush=True)
-        return self
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._label.value = f"{self.description}... {time.monotonic() - self._t0:.0f} s"
-
-    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: Any) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        self.seconds = time.monotonic() - self._t0
-        outcome = "done" if exc is None else f"failed ({type(exc).__name__})"
-        line = f"{self.description}: {outcome} in {self.seconds:.1f} s"
-        if self._live is not None:
-            self._live.finish(line)
-        else:
-            print(line, flush=True)
-
-
-__all__ = [
-    "FaultPanel",
-    "FaultSpec",
-    "Press",
-    "Progress",
-    "busy",
-    "current_leader",
-    "describe",
-    "one_line",
-    "progress",
-]
+__all__ = ["FaultPanel", "FaultSpec", "Press", "current_leader", "describe",
+           "fault_buttons", "one_line"]

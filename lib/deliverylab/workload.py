@@ -10,22 +10,32 @@ loss. The final read-back (:func:`read_back`) is what the Checker compares again
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from . import values as V
-from .clients import config
-from .errors import bad_value
-from .history import History, Read, outcome_of
+from .clients import Recorder, config, is_fencing
+from .errors import LabError, bad_value
+from .history import History
 from .modes import DeliveryMode
 from .modes import mode as get_mode
+from .nemesis import Schedule
+from .progress import progress
 
-#: Where a processing stage can be made to crash.
-CRASH_POINTS = ("after_process_before_commit", "after_commit_before_process",
-                "mid_transaction")
+if TYPE_CHECKING:
+    from .widgets import FaultPanel
+
+#: Where a processing stage crashes, per commit strategy: between its two steps, in
+#: the order its mode does them (the registry's ``crash_consumer``). One point per
+#: strategy: a crash point a mode cannot reach would silently change nothing.
+CRASH_POINTS = {"before": "after_commit_before_process",
+                "after": "after_process_before_commit",
+                "transaction": "mid_transaction"}
 
 
 def _bootstrap(target: object) -> str:
@@ -82,23 +92,10 @@ class ProducerWorkload:
         conf.update(settings or {})
         self.conf = conf
         self.report = ProduceReport(process)
+        self.recorder = Recorder(self.history, process, topic)
         self._txn: str | None = None
         self._txn_count = 0
-        self._pending: dict[V.ValueId, str | None] = {}  # handed over, not yet reported
         self._partitions = 1
-
-    def _on_delivery(self, vid: V.ValueId, txn: str | None) -> Callable:
-        def done(err: KafkaError | None, msg) -> None:
-            self._pending.pop(vid, None)
-            outcome = outcome_of(err)
-            counter = {"ok": "acked", "fail": "failed", "info": "unknown"}[outcome]
-            setattr(self.report, counter, getattr(self.report, counter) + 1)
-            ok = err is None
-            self.history.record(self.process, "send", outcome, [vid], topic=self.topic,
-                                partition=msg.partition() if ok else None,
-                                offset=msg.offset() if ok and msg.offset() >= 0 else None,
-                                txn=txn, error=err)
-        return done
 
     def run(self, count: int, start_seq: int = 0,
             on_sent: Callable[[int], None] | None = None,
@@ -106,11 +103,17 @@ class ProducerWorkload:
         """Send ``count`` values (seq ``start_seq``...), then flush and report.
 
         ``on_sent(n)`` is called after the n-th value is handed to the client: a fault
-        schedule hooks in here. ``crash_after`` (transactional modes) abandons the
-        producer after that many values, mid-transaction, as a crash would.
+        schedule hooks in here. ``crash_after`` (the registry's ``crash_producer``)
+        abandons the producer after that many values -- mid-transaction in
+        transactional modes -- as a crash would, and records the crash as a fault op.
         """
         if not isinstance(count, int) or count < 0:
             raise bad_value("count", count, "a whole number >= 0")
+        if crash_after is not None and not (isinstance(crash_after, int)
+                                            and 1 <= crash_after <= count):
+            raise bad_value("crash_after", crash_after,
+                            f"None or a whole number from 1 to count ({count}): a crash "
+                            "that can never happen is not a fault")
         t0 = time.monotonic()
         producer = Producer(config(self.bootstrap, **self.conf))
         meta = producer.list_topics(self.topic, timeout=30).topics.get(self.topic)
@@ -131,6 +134,11 @@ class ProducerWorkload:
                     on_sent(self.report.sent)
                 if crash_after is not None and self.report.sent >= crash_after:
                     producer.flush(flush_timeout)
+                    self.history.record(
+                        self.process, "fault", "info", fault="crash_producer",
+                        txn=self._txn, detail=f"{self.process} crashes after "
+                        f"{self.report.sent} values" + (f", {self._txn} left open"
+                                                        if self._txn else ""))
                     return self._finish(t0)  # abandoned: the open transaction stays open
                 if self.mode.transactional and (i + 1) % self.mode.txn_size == 0:
                     self._commit(producer)
@@ -139,41 +147,30 @@ class ProducerWorkload:
             if self.mode.transactional and self._txn is not None and not self.report.fenced:
                 self._commit(producer)
             producer.flush(flush_timeout)
-            for vid, txn in list(self._pending.items()):  # never reported: maybe written
-                self.history.record(self.process, "send", "info", [vid], topic=self.topic,
-                                    txn=txn, detail=f"no delivery report after {flush_timeout}s")
-                self.report.unknown += 1
-            self._pending.clear()
+            # never reported: maybe written
+            self.recorder.settle(f"no delivery report after {flush_timeout}s")
         finally:
             if not self.mode.transactional:
                 producer.flush(0)
         return self._finish(t0)
 
     def _finish(self, t0: float) -> ProduceReport:
+        counts = self.recorder.counts
+        self.report.acked, self.report.failed, self.report.unknown = (
+            counts["ok"], counts["fail"], counts["info"])
         self.report.seconds = time.monotonic() - t0
         return self.report
 
     def _produce(self, producer: Producer, vid: V.ValueId) -> None:
-        self._pending[vid] = self._txn
-        while True:
-            try:
-                # Values go round-robin over the partitions by sequence number: every
-                # partition gets traffic, deterministically, whatever the key hash does.
-                producer.produce(self.topic, V.encode(vid.producer, vid.seq, self.payload_size),
-                                 key=V.key(vid.producer), partition=vid.seq % self._partitions,
-                                 on_delivery=self._on_delivery(vid, self._txn))
-                producer.poll(0)
-                return
-            except BufferError:  # local queue full: let deliveries drain, then retry
-                producer.poll(0.1)
-            except KafkaException as exc:
-                if exc.args[0].fatal() or exc.args[0].code() in (
-                        KafkaError._FENCED, KafkaError.PRODUCER_FENCED):
-                    self.report.fenced = True
-                    self.history.record(self.process, "send", "fail", [vid], topic=self.topic,
-                                        txn=self._txn, error=exc)
-                    return
+        # Values go round-robin over the partitions by sequence number: every
+        # partition gets traffic, deterministically, whatever the key hash does.
+        try:
+            self.recorder.send(producer, vid, vid.seq % self._partitions, self._txn,
+                               self.payload_size)
+        except KafkaException as exc:
+            if not is_fencing(exc):
                 raise
+            self.report.fenced = True
 
     # ------------------------------------------------------------ transactions
     def _init(self, producer: Producer) -> None:
@@ -199,7 +196,7 @@ class ProducerWorkload:
             self.report.transactions_committed += 1
         except KafkaException as exc:
             err = exc.args[0]
-            if err.fatal() or err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED):
+            if is_fencing(exc):
                 self.report.fenced = True
                 self.history.record(self.process, "commit_txn", "fail", txn=txn, error=exc)
                 return
@@ -210,13 +207,6 @@ class ProducerWorkload:
                 self.report.transactions_aborted += 1
                 return
             self.history.record(self.process, "commit_txn", "info", txn=txn, error=exc)
-
-    def abort(self, producer: Producer) -> None:
-        """Abort the open transaction (chapters use it to show aborted records)."""
-        txn, self._txn = self._txn, None
-        producer.abort_transaction(30)
-        self.history.record(self.process, "abort_txn", "ok", txn=txn)
-        self.report.transactions_aborted += 1
 
 
 def _pace(t0: float, sent: int, rate: float) -> None:
@@ -261,22 +251,35 @@ class Pipeline:
         # a restarted instance fence its zombie predecessor.
         self.transactional_id = transactional_id or f"{group}-txn"
         self.report = PipelineReport(process)
+        self.recorder = Recorder(self.history, process, sink)
         self.zombie: Producer | None = None
 
     def run(self, expected: int | None = None, crash_after: int | None = None,
-            crash_point: str = "after_process_before_commit", stall_after: int | None = None,
+            crash_point: str | None = None, stall_after: int | None = None,
             stall_seconds: float = 0.0, idle_timeout: float = 10.0,
             on_processed: Callable[[int], None] | None = None) -> PipelineReport:
         """Process until ``expected`` values are processed (default: until this instance
         has caught up with the end of its partitions), or ``idle_timeout``, or a crash.
 
-        ``crash_after=k`` crashes at the batch where the k-th value is processed, at
-        ``crash_point``. ``stall_after=k`` sleeps ``stall_seconds`` there instead (past
-        ``max.poll.interval.ms`` the group evicts this instance and another takes over;
-        this one's late commit is then rejected).
+        ``crash_after=k`` (the registry's ``crash_consumer``) crashes at the batch where
+        the k-th value is processed, between processing and committing in the order
+        the mode does them (:data:`CRASH_POINTS`; ``crash_point`` may only name that
+        point). ``stall_after=k`` (``stall_consumer``) sleeps ``stall_seconds`` there
+        instead (past ``max.poll.interval.ms`` the group evicts this instance and
+        another takes over; this one's late commit is then rejected). A crash or stall
+        asked for must happen: if the input runs out first, :class:`LabError`.
         """
-        if crash_point not in CRASH_POINTS:
-            raise bad_value("crash_point", crash_point, "one of " + ", ".join(CRASH_POINTS))
+        point = CRASH_POINTS[self.mode.commit]
+        if crash_point is not None and crash_point != point:
+            raise bad_value("crash_point", crash_point,
+                            f"{point!r} (the only crash point of {self.mode.name}, which "
+                            f"commits {self.mode.commit} processing), or None")
+        for name, value in (("crash_after", crash_after), ("stall_after", stall_after)):
+            if value is not None and not (isinstance(value, int) and value >= 1):
+                raise bad_value(name, value, "None or a whole number >= 1")
+        if stall_after is not None and self.mode.commit != "after":
+            raise bad_value("stall_after", stall_after, "None: a stall past the poll "
+                            "interval shows only in a mode that commits after processing")
         consumer = Consumer(config(self.bootstrap, **{**self.mode.consumer,
                                                        "group.id": self.group}))
         pconf = {k: v for k, v in self.mode.producer.items() if k != "retries"} \
@@ -308,7 +311,7 @@ class Pipeline:
                 offsets = _next_offsets(msgs)
                 if self.mode.commit == "before":
                     self._commit(consumer, offsets)
-                    if crash_here and crash_point == "after_commit_before_process":
+                    if crash_here:
                         return self._crash(consumer, producer)
                     self._process(producer, vids, None)
                 elif self.mode.commit == "after":
@@ -316,6 +319,10 @@ class Pipeline:
                     if crash_here:
                         return self._crash(consumer, producer)
                     if stall_here:
+                        self.history.record(
+                            self.process, "fault", "info", fault="stall_consumer",
+                            detail=f"{self.process} stalls {stall_seconds:g} s before "
+                                   "its commit")
                         time.sleep(stall_seconds)
                     self._commit(consumer, offsets)
                 else:
@@ -334,6 +341,11 @@ class Pipeline:
         finally:
             if not self.report.crashed:
                 consumer.close()
+        for name, value in (("crash_after", crash_after), ("stall_after", stall_after)):
+            if value is not None and self.report.processed < value and not self.report.fenced:
+                raise LabError(f"{self.process} processed only {self.report.processed} "
+                               f"values, so {name}={value} never happened: give its input "
+                               "more values or a smaller count")
         return self.report
 
     def _record_poll(self, msg) -> str:
@@ -352,17 +364,7 @@ class Pipeline:
         for vid, partition in vids:
             if vid is None:
                 continue
-            v = _parse(vid)
-
-            def done(err, msg, vid=vid, txn=txn) -> None:
-                ok = err is None
-                self.history.record(self.process, "send", outcome_of(err), [vid],
-                                    topic=self.sink, partition=msg.partition() if ok else None,
-                                    offset=msg.offset() if ok and msg.offset() >= 0 else None,
-                                    txn=txn, error=err)
-
-            producer.produce(self.sink, V.encode(v.producer, v.seq), key=V.key(v.producer),
-                             partition=partition, on_delivery=done)
+            self.recorder.send(producer, V.parse(vid), partition, txn)
             self.report.processed += 1
             self.report.values.append(vid)
         if flush:
@@ -411,7 +413,9 @@ class Pipeline:
         after a new instance has fenced it.
         """
         self.report.crashed = True
-        self.history.record(self.process, "commit", "info", detail="crashed before commit")
+        where = CRASH_POINTS[self.mode.commit].replace("_", " ")
+        self.history.record(self.process, "fault", "info", fault="crash_consumer",
+                            detail=f"{self.process} crashes ({where})")
         consumer.close()
         self.zombie = producer
         return self.report
@@ -437,11 +441,6 @@ def _caught_up(consumer: Consumer) -> bool:
     return True
 
 
-def _parse(vid: str) -> V.ValueId:
-    producer, _, seq = vid.rpartition(":")
-    return V.ValueId(producer, int(seq))
-
-
 def _next_offsets(msgs: Iterable) -> list[TopicPartition]:
     last: dict[tuple[str, int], int] = {}
     for m in msgs:
@@ -454,48 +453,110 @@ def _offsets_text(offsets: list[TopicPartition]) -> str:
     return ",".join(f"{tp.topic}/{tp.partition}@{tp.offset}" for tp in offsets)
 
 
-def read_back(target: object, topics: Iterable[str], isolation: str = "read_committed",
-              timeout: float = 30.0) -> list[Read]:
-    """Drain whole topics, from offset 0 to their end, as the Checker's reads.
+# --- a stream to press buttons during ------------------------------------------------
 
-    Reads by assignment (no group), up to the end offsets taken at the start, so the
-    result is exactly "what the log holds now" for this isolation level.
+
+class Stream:
+    """A :class:`~deliverylab.workload.ProducerWorkload` run in a background thread.
+
+    Why a thread: a notebook processes button clicks only while no cell is running, so
+    a cell that produced in the foreground would make the buttons dead until it ended.
+    :meth:`start` returns at once (a progress bar fills as values are sent); press the
+    panel's buttons meanwhile; :meth:`wait` (in a later cell) joins it.
+
+    ``faults`` (the papermill schedule, see :meth:`~deliverylab.nemesis.Schedule.spread`)
+    presses the panel's buttons from a second thread at the planned counts, through the
+    one :class:`~deliverylab.nemesis.Schedule`: ``panel.press(name)``, exactly what a
+    click does.
     """
-    if isolation not in ("read_committed", "read_uncommitted"):
-        raise bad_value("isolation", isolation, "'read_committed' or 'read_uncommitted'")
-    bootstrap = _bootstrap(target)
-    consumer = Consumer(config(bootstrap, **{
-        "group.id": f"read-back-{time.monotonic_ns()}", "enable.auto.commit": False,
-        "isolation.level": isolation, "enable.partition.eof": True}))
-    reads: list[Read] = []
-    try:
-        assignment, ends = [], {}
-        for topic in topics:
-            md = consumer.list_topics(topic, timeout=10).topics[topic]
-            for p in md.partitions:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                if high > 0:
-                    assignment.append(TopicPartition(topic, p, 0))
-                    ends[(topic, p)] = high
-        consumer.assign(assignment)
-        done: set[tuple[str, int]] = set()
-        deadline = time.monotonic() + timeout
-        while len(done) < len(ends) and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            key = (msg.topic(), msg.partition())
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    done.add(key)
-                continue
-            try:
-                value = str(V.decode(msg.value()))
-            except ValueError:
-                value = None
-            reads.append(Read(msg.topic(), msg.partition(), msg.offset(), value, isolation))
-            if msg.offset() + 1 >= ends[key]:
-                done.add(key)
-    finally:
-        consumer.close()
-    return reads
+
+    def __init__(self, workload: ProducerWorkload, count: int, *,
+                 panel: FaultPanel | None = None,
+                 faults: Iterable[str | Mapping[str, Any]] = (), start_seq: int = 0,
+                 description: str = "producing") -> None:
+        if not isinstance(count, int) or count < 1:
+            raise bad_value("count", count, "a whole number >= 1")
+        self.workload = workload
+        self.count = count
+        self.panel = panel
+        self.schedule = Schedule.spread(faults, count)
+        if self.schedule.steps and panel is None:
+            raise bad_value("panel", panel, "a FaultPanel to press the scheduled faults on")
+        for step in self.schedule:
+            panel.spec(step.fault)  # an unknown button fails now, not halfway through
+        self.start_seq = start_seq
+        self.description = description
+        self.sent = 0
+        self.report: ProduceReport | None = None
+        self.presses: list[Any] = []
+        self.errors: list[BaseException] = []
+        self._bar: Any = None
+        self._threads: list[threading.Thread] = []
+        self._done = threading.Event()
+        self._progress = threading.Condition()
+
+    def start(self) -> Stream:
+        self._bar = progress(self.count, self.description)
+        self._threads = [threading.Thread(target=self._produce, name="stream", daemon=True)]
+        if self.schedule.steps:
+            self.schedule.start(self.panel)
+            self._threads.append(threading.Thread(target=self._press, name="stream-faults",
+                                                  daemon=True))
+        for thread in self._threads:
+            thread.start()
+        if self.schedule.steps:
+            planned = ", ".join(f"{s.fault!r} after {s.trigger.count}" for s in self.schedule)
+            print(f"scheduled presses: {planned}", flush=True)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return any(t.is_alive() for t in self._threads)
+
+    def _on_sent(self, n: int) -> None:
+        with self._progress:
+            self.sent = n
+            self._progress.notify_all()
+        self._bar(n)
+
+    def _produce(self) -> None:
+        try:
+            self.report = self.workload.run(self.count, start_seq=self.start_seq,
+                                            on_sent=self._on_sent)
+        except BaseException as exc:  # surfaced by wait()
+            self.errors.append(exc)
+        finally:
+            self._done.set()
+            with self._progress:
+                self._progress.notify_all()
+
+    def _press(self) -> None:
+        try:
+            for step in self.schedule.steps:
+                with self._progress:
+                    self._progress.wait_for(
+                        lambda s=step.trigger.count: self.sent >= s or self._done.is_set())
+                self.schedule.tick(max(self.sent, step.trigger.count))
+        except BaseException as exc:  # surfaced by wait()
+            self.errors.append(exc)
+        self.presses = list(self.panel.presses)
+
+    def wait(self, timeout: float = 300.0) -> ProduceReport:
+        """Join the stream (and its scheduled presses); re-raise what went wrong there."""
+        end = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, end - time.monotonic()))
+        if self.running:
+            raise LabError(f"the stream of {self.count} values did not finish within "
+                           f"{timeout:.0f} s (sent {self.sent}); is a broker still paused? "
+                           "press Heal")
+        note = ""
+        if self.report is not None:
+            r = self.report
+            note = f"{r.acked} acked, {r.unknown} unknown, {r.failed} failed"
+        self._bar.close(note)
+        for press in self.presses:
+            print(press.line(), flush=True)
+        if self.errors:
+            raise self.errors[0]
+        return self.report

@@ -18,7 +18,7 @@ from deliverylab import recipes, values
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.history import History
-from deliverylab.nemesis import Nemesis, Schedule, Sent, wait_leader
+from deliverylab.nemesis import Nemesis, Schedule, Sent
 
 pytestmark = pytest.mark.cluster
 REPEAT = 5
@@ -164,7 +164,7 @@ def test_transaction_through_proxy(cluster: Cluster):
 
 def test_partitioned_client_times_out_and_heal_restores(cluster: Cluster):
     topic = cluster.create_topic(fresh("blackhole"), partitions=1)
-    leader = wait_leader(cluster, topic)
+    leader = cluster.wait_leader(topic)
     history = History()
     nemesis = Nemesis(cluster, history)
     producer = Producer(config(cluster.bootstrap_servers, **{
@@ -182,7 +182,7 @@ def test_partitioned_client_times_out_and_heal_restores(cluster: Cluster):
     assert len(reports) == 2 and reports[1] is not None
     assert reports[1].code() == KafkaError._MSG_TIMED_OUT  # silence, then a timeout
     assert 2.5 < time.monotonic() - t0 < 15
-    assert wait_leader(cluster, topic) == leader  # brokers never noticed: only clients did
+    assert cluster.wait_leader(topic) == leader  # brokers never noticed: only clients did
 
     healed = nemesis.heal()
     assert "healed the proxies" in healed.did
@@ -192,12 +192,15 @@ def test_partitioned_client_times_out_and_heal_restores(cluster: Cluster):
         producer.poll(0.2)
     assert reports[2] is None, reports[2]
     assert [r.name for r in nemesis.records] == ["partition_client", "heal"]
-    assert 0 <= nemesis.records[0].time <= nemesis.records[1].time <= history.now()
+    # Faults are History ops, on the clients' clock.
+    ops = history.faults()
+    assert [op.fault for op in ops] == ["partition_client", "heal"]
+    assert 0 <= ops[0].time <= ops[1].time <= history.now()
 
 
 def test_nemesis_lose_ack_by_topic_and_schedule(cluster: Cluster):
     topic = cluster.create_topic(fresh("nemesis"), partitions=1)
-    leader = wait_leader(cluster, topic)
+    leader = cluster.wait_leader(topic)
     history = History()
     nemesis = Nemesis(cluster, history)
     schedule = Schedule([(Sent(3), "lose_ack", {"topic": topic}),
@@ -219,4 +222,4 @@ def test_nemesis_lose_ack_by_topic_and_schedule(cluster: Cluster):
     assert cluster.status() == {1: "up", 2: "up", 3: "up"}
     got = [values.decode(v).seq for v in read_all(cluster.bootstrap_servers, topic, 1, 9)]
     assert sorted(got) == [0, 1, 2, 3, 3, 4, 5, 6, 7]  # the lost ack made one duplicate
-    assert [r["name"] for r in nemesis.to_records()] == ["lose_ack", "pause_broker", "heal"]
+    assert [op.fault for op in history.faults()] == ["lose_ack", "pause_broker", "heal"]

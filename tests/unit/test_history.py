@@ -7,7 +7,9 @@ error object needs no cluster.
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -197,3 +199,18 @@ def test_outcome_of_and_error_name():
     assert outcome_of(KafkaError(KafkaError._PURGE_QUEUE)) == "fail"
     assert error_name(KafkaException(KafkaError(KafkaError.PRODUCER_FENCED))) == "PRODUCER_FENCED"
     assert error_name(BufferError("queue full")) == "BufferError"
+
+
+def test_acked_between_and_fault_ops():
+    h = History()
+    h.record("p", "send", "ok", ["p:0"], topic="t", time=1.0)
+    h.record("p", "send", "info", ["p:1"], topic="t", time=2.0)
+    h.record("p", "send", "ok", ["p:2"], topic="t", time=3.0)
+    h.record("p", "send", "ok", ["p:3"], topic="u", time=3.0)
+    h.record("nemesis", "fault", "info", fault="kill_leader", detail="killed broker 1",
+             time=2.5)
+    assert h.acked_between(1.5, 3.0, "t") == ["p:2"]
+    assert h.acked_between(0, 9) == ["p:0", "p:2", "p:3"]
+    [fault] = h.faults()
+    assert fault.fault == "kill_leader" and fault.process == "nemesis"
+    assert History.load(h.save(Path(tempfile.mkdtemp()) / "h.jsonl")).faults() == [fault]

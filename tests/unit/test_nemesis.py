@@ -73,10 +73,14 @@ def test_bad_fault_names_and_arguments_name_what_is_accepted():
     with pytest.raises(BadValue, match="kill_leader") as info:
         Schedule([{"sent": 5, "fault": "kill_leadr"}])
     assert all(name in str(info.value) for name in FAULTS)
+    # Arguments are the Nemesis' to check (a panel's buttons carry their own), when a
+    # schedule is bound to it, before anything fires.
     with pytest.raises(BadValue, match="topic"):
-        Schedule([{"sent": 5, "fault": "kill_leader"}])  # missing its topic
+        validate("kill_leader", {})  # missing its topic
     with pytest.raises(BadValue, match="node"):
-        Schedule([(Sent(5), "pause_broker", {"nod": 1})])
+        validate("pause_broker", {"nod": 1})
+    with pytest.raises(BadValue, match="client fault"):
+        validate("crash_consumer", {})
     with pytest.raises(BadValue, match="exactly one"):
         Schedule([{"sent": 5, "at": 1, "fault": "heal"}])
     with pytest.raises(BadValue):
@@ -133,7 +137,21 @@ def test_tick_before_start_is_an_error():
         Schedule([(Sent(1), "heal")]).tick(1)
 
 
-def test_fault_record_is_json_ready():
-    record = FaultRecord("lose_ack", {"node": 1}, 1.5, 1.7e9, "did", 1, handle=object())
-    assert record.to_record() == {"name": "lose_ack", "args": {"node": 1}, "time": 1.5,
-                                  "wall": 1.7e9, "did": "did", "node": 1}
+def _plan(items, count):
+    return [(s.trigger.count, s.fault) for s in Schedule.spread(items, count)]
+
+
+def test_spread_puts_bare_names_evenly_and_keeps_explicit_counts():
+    assert _plan([], 100) == []
+    assert _plan(["lose_ack"], 60) == [(30, "lose_ack")]
+    assert _plan(["lose_ack", "kill_leader", "heal"], 60) == [
+        (15, "lose_ack"), (30, "kill_leader"), (45, "heal")]
+    assert _plan([{"fault": "heal", "sent": 50}, "lose_ack"], 60) == [
+        (30, "lose_ack"), (50, "heal")]
+    assert _plan(["heal", "heal"], 30) == [(10, "heal"), (20, "heal")]
+    with pytest.raises(BadValue):
+        _plan([{"fault": "heal", "sent": 99}], 60)
+    with pytest.raises(BadValue):
+        _plan([42], 60)
+    with pytest.raises(BadValue, match="lose_akc"):
+        _plan(["lose_akc"], 60)  # not in the registry

@@ -1,0 +1,131 @@
+"""The fault registry: every fault the lab can inject, named once.
+
+A button, the papermill ``faults`` parameter, ``Scenario(fault=...)``, ``make matrix``
+and the tests all take their fault names from :data:`FAULTS` and nowhere else (the
+shape of Kafka's system tests: one ``failures`` dict, every test parametrised over its
+keys). A name that is not a key here is refused with one line listing the keys.
+
+Faults come in two kinds, and both are entries:
+
+- ``cluster`` faults are done *to* the cluster by the :class:`~deliverylab.nemesis.Nemesis`
+  (a method of the same name): kill or pause a broker, lose an ack in the proxy...
+- ``client`` faults are done to a client by the client's own code at a chosen moment:
+  a consumer that crashes between its processing and its commit, one that stalls past
+  ``max.poll.interval.ms``, a producer that dies mid-transaction, a zombie producer.
+
+Either way the fault lands in the History as an operation of kind ``fault`` (Jepsen's
+nemesis ops), so one timeline holds what the clients were told and what was done to
+them. ``scenario`` marks the faults a :class:`~deliverylab.scenario.Scenario` (and so
+the anomaly matrix) can run under every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import checker as C
+from .errors import bad_value
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault: its name, the button text, what it does, who does it.
+
+    ``permits`` names anomalies the fault causes *by design*, whatever the delivery
+    mode promises, for modes without transactional fencing: a restarted producer that
+    re-sends its values is an application writing twice, which no producer setting
+    can prevent (chapter 03's lesson). The matrix judges a run against the mode's
+    ``allowed`` set plus these.
+    """
+
+    name: str
+    label: str
+    help: str
+    kind: str  # "cluster" (the Nemesis does it) or "client" (the client does it)
+    scenario: bool = False
+    permits: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("cluster", "client"):
+            raise bad_value("kind", self.kind, "'cluster' or 'client'")
+
+
+def _faults(*items: Fault) -> dict[str, Fault]:
+    return {f.name: f for f in items}
+
+
+#: Every fault, in the order menus list them.
+FAULTS: dict[str, Fault] = _faults(
+    Fault("lose_ack", "Lose an ack",
+          "the broker appends the write, its acknowledgement never reaches the client, "
+          "which retries", "cluster", scenario=True),
+    Fault("kill_leader", "Kill leader",
+          "SIGKILL the broker that leads the partition now (no flush)", "cluster"),
+    Fault("pause_followers", "Pause followers",
+          "SIGSTOP the brokers that copy the partition: the leader alone acknowledges",
+          "cluster"),
+    Fault("isolate_leader", "Isolate and kill leader",
+          "pause the followers, let the leader acknowledge writes nobody copies, kill it, "
+          "resume the followers: a follower takes over without those writes",
+          "cluster", scenario=True),
+    Fault("pause_broker", "Pause broker",
+          "SIGSTOP one broker (the partition's leader in a scenario) for a moment", "cluster",
+          scenario=True),
+    Fault("kill_broker", "Kill broker", "SIGKILL one broker", "cluster"),
+    Fault("resume_broker", "Resume broker", "SIGCONT a paused broker", "cluster"),
+    Fault("restart_broker", "Restart broker", "stop one broker and start it again",
+          "cluster"),
+    Fault("partition_client", "Cut clients off",
+          "the broker's proxy lets nothing through: clients see silence, replication "
+          "goes on", "cluster"),
+    Fault("delay_client", "Delay clients",
+          "delay every byte between clients and one broker", "cluster"),
+    Fault("heal", "Heal", "resume paused brokers, restart dead ones, heal the proxies",
+          "cluster"),
+    Fault("crash_producer", "Crash producer",
+          "the producer dies after some values (mid-transaction when transactional); a "
+          "new instance writes the rest", "client", scenario=True),
+    Fault("zombie_producer", "Zombie producer",
+          "a stalled producer instance comes back after its successor re-sent its values",
+          "client", scenario=True, permits=frozenset({C.DUPLICATES, C.PIPELINE_EXTRA})),
+    Fault("crash_consumer", "Crash consumer",
+          "the processing stage dies between processing and committing, in the order its "
+          "mode does them (before the commit for at-least-once, after it for at-most-once,"
+          " inside the open transaction for exactly-once)", "client", scenario=True),
+    Fault("stall_consumer", "Stall consumer",
+          "the processing stage stalls past max.poll.interval.ms after writing a batch: "
+          "the group gives its partitions to another instance", "client"),
+)
+
+#: The faults a Scenario runs (the anomaly matrix's columns), after "none".
+SCENARIO_FAULTS: tuple[str, ...] = tuple(n for n, f in FAULTS.items() if f.scenario)
+
+
+def fault(name: str) -> Fault:
+    """The registry entry for ``name``; one clear line for a name that is not one."""
+    if not isinstance(name, str) or name not in FAULTS:
+        raise bad_value("fault", name, "one of " + ", ".join(FAULTS))
+    return FAULTS[name]
+
+
+def check_names(names: Iterable[str], accepted: Iterable[str] | None = None,
+                what: str = "fault") -> list[str]:
+    """Validate a list of fault names (a papermill schedule): each must be a registry
+    key, and among ``accepted`` (a chapter's buttons) when given. Returns the list."""
+    names = list(names)
+    allowed = list(accepted) if accepted is not None else list(FAULTS)
+    for name in names:
+        fault(name)
+        if name not in allowed:
+            raise bad_value(what, name, "one of " + ", ".join(allowed))
+    return names
+
+
+def allowed(mode_allowed: frozenset[str], name: str, transactional: bool) -> frozenset[str]:
+    """What a run of a mode under fault ``name`` may show: the mode's own ``allowed`` set
+    plus what the fault causes by design (``permits``), unless transactions fence it."""
+    if name == "none":
+        return mode_allowed
+    extra = frozenset() if transactional else fault(name).permits
+    return frozenset(mode_allowed) | extra

@@ -1,0 +1,258 @@
+"""Readers: what a topic, a group or a partition holds now, read the way the Checker needs.
+
+Clients record, checkers judge, and a checker only ever judges a *complete* read: every
+reader here either reaches the end it set out for or raises :class:`ReadTimeout`,
+naming what it waited for. A partial read would turn every value not yet read into a
+"lost" value, an anomaly nobody saw. (:func:`peek` is the one deliberate exception: it
+shows what a reader gets within a few seconds, and is never handed to a checker.)
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from . import values as V
+from .clients import config
+from .errors import LabError, bad_value
+from .history import Read
+from .nemesis import wait_whole
+
+ISOLATIONS = ("read_committed", "read_uncommitted")
+
+
+class ReadTimeout(LabError):
+    """A read did not reach the end of its topics in time.
+
+    Raised, never swallowed: a partial read handed to a checker would turn every value
+    not yet read into a "lost" one, an anomaly nobody saw.
+    """
+
+
+def _bootstrap(target: object) -> str:
+    return target if isinstance(target, str) else target.bootstrap_servers
+
+
+def _isolation(isolation: str) -> str:
+    if isolation not in ISOLATIONS:
+        raise bad_value("isolation", isolation, "'read_committed' or 'read_uncommitted'")
+    return isolation
+
+
+def read_back(target: object, topics: Iterable[str], isolation: str = "read_committed",
+              timeout: float = 30.0) -> list[Read]:
+    """Drain whole topics, from offset 0 to their end, as the Checker's reads.
+
+    Reads by assignment (no group), up to the end offsets taken at the start, so the
+    result is exactly "what the log holds now" for this isolation level. Raises
+    :class:`ReadTimeout` if the end is not reached within ``timeout`` seconds: a
+    partial read is never returned.
+    """
+    _isolation(isolation)
+    bootstrap = _bootstrap(target)
+    consumer = Consumer(config(bootstrap, **{
+        "group.id": f"read-back-{time.monotonic_ns()}", "enable.auto.commit": False,
+        "isolation.level": isolation, "enable.partition.eof": True}))
+    topics = list(topics)
+    reads: list[Read] = []
+    try:
+        assignment, ends = [], {}
+        for topic in topics:
+            md = consumer.list_topics(topic, timeout=10).topics[topic]
+            for p in md.partitions:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                if high > 0:
+                    assignment.append(TopicPartition(topic, p, 0))
+                    ends[(topic, p)] = high
+        consumer.assign(assignment)
+        done: set[tuple[str, int]] = set()
+        deadline = time.monotonic() + timeout
+        while len(done) < len(ends) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            key = (msg.topic(), msg.partition())
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    done.add(key)
+                continue
+            try:
+                value = str(V.decode(msg.value()))
+            except ValueError:
+                value = None
+            reads.append(Read(msg.topic(), msg.partition(), msg.offset(), value, isolation))
+            if msg.offset() + 1 >= ends[key]:
+                done.add(key)
+        if len(done) < len(ends):
+            behind = sorted(f"{t}/{p}" for (t, p) in ends if (t, p) not in done)
+            raise ReadTimeout(
+                f"read-back ({isolation}) of {', '.join(topics)} did not reach the end of "
+                f"{', '.join(behind)} within {timeout:.0f} s ({len(reads)} records read); "
+                "is a broker down or a transaction still open? heal, then read again")
+    finally:
+        consumer.close()
+    return reads
+
+
+def final_read(cluster: Any, topics: Iterable[str], isolation: str = "read_committed",
+               attempts: int = 3) -> list[Any]:
+    """The final drain of a run: wait until the cluster is whole, then read the topics
+    back (:func:`~deliverylab.workload.read_back`), retrying a client error caused by a
+    broker that was just restarted."""
+    topics = list(topics)
+    wait_whole(cluster, topics)
+    for attempt in range(1, attempts + 1):
+        try:
+            return read_back(cluster, topics, isolation)
+        except KafkaException:
+            if attempt == attempts:
+                raise
+            time.sleep(2.0)
+            wait_whole(cluster, topics)
+    raise LabError("unreachable: the last attempt re-raises")  # for type checkers
+
+
+def committed_offsets(cluster: Any, group: str, topic: str) -> dict[int, int]:
+    """The offsets ``group`` has committed on ``topic``, per partition (-1: none yet).
+
+    Asked with a consumer that carries the group's id but never subscribes, so it does
+    not join the group (and cannot disturb a rebalance under way).
+    """
+    consumer = Consumer(config(_bootstrap(cluster), **{"group.id": group,
+                                                       "enable.auto.commit": False}))
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        asked = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+        return {tp.partition: tp.offset for tp in consumer.committed(asked, timeout=10)}
+    finally:
+        consumer.close()
+
+
+def pending_count(cluster: Any, group: str, topic: str,
+              isolation: str = "read_committed") -> int:
+    """How many records of ``topic`` lie at or past ``group``'s committed offsets: what
+    a new instance of the group has left to process. Counted from the read-back, never
+    from offset arithmetic (transaction markers take offsets too)."""
+    done = committed_offsets(cluster, group, topic)
+    return sum(1 for r in read_back(cluster, [topic], isolation)
+               if r.offset >= max(0, done.get(r.partition, -1)))
+
+
+def peek(cluster: Any, topic: str, isolation: str, seconds: float = 3.0) -> list[str]:
+    """Everything a brand-new consumer at ``isolation`` gets from ``topic`` within
+    ``seconds`` (from the beginning): what a reader sees *right now*. A
+    read_committed reader stops at the last stable offset and waits there."""
+    _isolation(isolation)
+    consumer = Consumer(config(_bootstrap(cluster), **{
+        "group.id": f"peek-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "isolation.level": isolation}))
+    got: list[str] = []
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(meta.partitions)])
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            msg = consumer.poll(max(0.0, min(0.2, end - time.monotonic())))
+            if msg is None or msg.error():
+                continue
+            try:
+                got.append(str(V.decode(msg.value())))
+            except ValueError:
+                continue
+    finally:
+        consumer.close()
+    return got
+
+
+# --- offsets: log start, high watermark, last stable offset -------------------------------
+
+
+def _admin(target: Any) -> AdminClient:
+    """An admin client for ``target``: itself, a Cluster's (direct ports), or a new one."""
+    if isinstance(target, AdminClient):
+        return target
+    admin = getattr(target, "admin", None)
+    if callable(admin):
+        return admin()
+    return AdminClient(config(_bootstrap(target)))
+
+
+def partitions(target: Any, name: str, timeout: float = 15.0, where: str = "") -> list[int]:
+    """The partition numbers of topic ``name``; one clear line if it does not exist."""
+    try:
+        meta = _admin(target).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise LabError(
+            f"cannot reach Kafka{' at ' + where if where else ''} within {timeout} s "
+            f"({exc.args[0].str() if exc.args else exc}): is the cluster running?"
+        ) from exc
+    if not isinstance(name, str) or name not in meta.topics:
+        topics = sorted(t for t in meta.topics if not t.startswith("__"))
+        raise bad_value("name", name,
+                        f"an existing topic ({', '.join(topics) or 'none exist yet'})")
+    return sorted(meta.topics[name].partitions)
+
+
+def bounds(target: Any, name: str, timeout: float = 15.0,
+           where: str = "") -> list[dict[str, int]]:
+    """Per partition: log start offset, high watermark and last stable offset.
+
+    Asked with ListOffsets, once per isolation level: for ``read_committed`` the
+    broker answers "latest" with the LSO (librdkafka honours the isolation level
+    here since 1.8; ``Consumer.get_watermark_offsets`` without it would give the high
+    watermark in both cases).
+    """
+    admin = _admin(target)
+    parts = [TopicPartition(name, p) for p in partitions(admin, name, timeout, where)]
+
+    def ask(spec: OffsetSpec, isolation: IsolationLevel) -> dict[int, int]:
+        futures = admin.list_offsets({tp: spec for tp in parts}, isolation_level=isolation,
+                                     request_timeout=timeout)
+        try:
+            return {tp.partition: f.result().offset for tp, f in futures.items()}
+        except KafkaException as exc:
+            raise LabError(f"could not list offsets of topic {name!r}"
+                           f"{' at ' + where if where else ''}: {exc.args[0].str()}") from exc
+
+    start = ask(OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED)
+    high = ask(OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
+    stable = ask(OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+    return [{"partition": p, "log_start_offset": start[p], "high_watermark": high[p],
+             "last_stable_offset": stable[p]} for p in sorted(start)]
+
+
+def wait_stable(target: Any, name: str, timeout: float = 30.0,
+                where: str = "") -> list[dict[str, int]]:
+    """Wait until no transaction is open on ``name`` (LSO = high watermark everywhere).
+
+    Why: ``commit_transaction()`` returns once the coordinator has *decided*; the
+    commit markers reach the partitions a little later, and until then read_committed
+    stops short of the committed records. Returns the final :func:`bounds`; raises
+    ``LabError`` naming the partitions still held back (a producer that died
+    mid-transaction holds them until ``transaction.timeout.ms`` expires).
+    """
+    admin = _admin(target)
+    deadline = time.monotonic() + timeout
+    while True:
+        now = bounds(admin, name, min(15.0, timeout), where)
+        held = [b for b in now if b["last_stable_offset"] < b["high_watermark"]]
+        if not held:
+            return now
+        if time.monotonic() >= deadline:
+            spots = ", ".join(f"partition {b['partition']} (LSO {b['last_stable_offset']}"
+                              f" < high watermark {b['high_watermark']})" for b in held)
+            raise LabError(f"topic {name!r} still has an open transaction after "
+                           f"{timeout:g} s: {spots}. A producer that died mid-transaction "
+                           "holds it until the broker's transaction.timeout.ms aborts it")
+        time.sleep(0.1)

@@ -1,0 +1,56 @@
+"""Readers on real brokers: complete reads, or an error naming what they waited for."""
+
+from __future__ import annotations
+
+import pytest
+
+from deliverylab.clients import TxnProducer
+from deliverylab.errors import LabError
+from deliverylab.history import History
+from deliverylab.nemesis import Nemesis
+from deliverylab.readers import ReadTimeout, bounds, peek, read_back, wait_stable
+from deliverylab.workload import ProducerWorkload
+
+pytestmark = pytest.mark.cluster
+
+
+def test_read_back_reads_everything(cluster, topic_name):
+    topic = cluster.create_topic(topic_name, partitions=3)
+    ProducerWorkload(cluster, topic, "AT_LEAST_ONCE", process="p").run(30)
+    reads = read_back(cluster, [topic])
+    assert sorted(r.value for r in reads) == sorted(f"p:{i}" for i in range(30))
+
+
+def test_a_read_back_that_times_out_raises_instead_of_inventing_losses(cluster, topic_name):
+    """With every byte to the leader delayed past the read's timeout, the read cannot
+    reach the end: it must raise, naming the partition, not return what it has."""
+    topic = cluster.create_topic(topic_name, partitions=1)
+    ProducerWorkload(cluster, topic, "AT_LEAST_ONCE", process="p").run(20)
+    nemesis = Nemesis(cluster, History())
+    nemesis.delay_client(cluster.leader(topic, 0), ms=2500)
+    try:
+        with pytest.raises(ReadTimeout, match=rf"did not reach the end of {topic}/0"):
+            read_back(cluster, [topic], timeout=3)
+    finally:
+        nemesis.heal()
+    assert len(read_back(cluster, [topic])) == 20  # healed: the whole topic again
+
+
+def test_an_open_transaction_holds_readers_back_and_wait_stable_says_so(cluster, topic_name):
+    topic = cluster.create_topic(topic_name, partitions=2)
+    history = History()
+    shop = TxnProducer(cluster, topic, history, process="shop")
+    shop.begin()
+    shop.write()
+    held = bounds(cluster, topic)
+    assert all(b["last_stable_offset"] < b["high_watermark"] for b in held)
+    assert peek(cluster, topic, "read_committed", seconds=2) == []
+    assert len(peek(cluster, topic, "read_uncommitted", seconds=2)) == 2
+    with pytest.raises(LabError, match="still has an open transaction"):
+        wait_stable(cluster, topic, timeout=2)
+    shop.commit()
+    settled = wait_stable(cluster, topic, timeout=30)
+    assert all(b["last_stable_offset"] == b["high_watermark"] for b in settled)
+    assert sorted(r.value for r in read_back(cluster, [topic])) == ["shop:0", "shop:1"]
+    assert [op.kind for op in history if op.kind != "send"] == [
+        "init_txn", "begin_txn", "commit_txn"]
