@@ -116,9 +116,9 @@ def check_names(names: Iterable[str], accepted: Iterable[str] | None = None,
     names = list(names)
     allowed = list(accepted) if accepted is not None else list(FAULTS)
     for name in names:
-        fault(name)
         if name not in allowed:
             raise bad_value(what, name, "one of " + ", ".join(allowed))
+        fault(name)
     return names
 
 

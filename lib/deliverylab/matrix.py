@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .cluster import Cluster
+from .errors import BadValue
+from .faults import check_names
 from .modes import MODES
+from .modes import mode as get_mode
 from .scenario import FAULTS, RunResult, Scenario
 
 #: Matrix columns: short heading -> observed count name.
@@ -81,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default=",".join(FAULTS[1:]))
     parser.add_argument("--out", default="results/matrix.json")
     args = parser.parse_args(argv)
+    try:  # one clear line for an unknown mode or fault, not a traceback
+        modes = [get_mode(m).name for m in args.modes.split(",")]
+        faults = check_names(args.faults.split(","), FAULTS[1:], "--faults item")
+    except BadValue as exc:
+        print(f"matrix: {exc}", file=sys.stderr)
+        return 2
     t0 = time.monotonic()
 
     def progress(run: RunResult, i: int, total: int) -> None:
@@ -89,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{run.seconds:.1f}s {mark}", file=sys.stderr, flush=True)
 
     with Cluster.start(brokers=args.brokers, proxy=True) as cluster:
-        runs = run_matrix(cluster, args.modes.split(","), args.faults.split(","),
+        runs = run_matrix(cluster, modes, faults,
                           range(1, args.seeds + 1), args.values, progress)
     print(table(runs))
     failures = [msg for r in runs for msg in r.failures()]

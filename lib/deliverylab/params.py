@@ -143,7 +143,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "heal")),
         "values": Spec("int", 10, 100_000)},
     "04_transactions": {
-        **_COMMON, "partitions": Spec("int", 1, 12),
+        "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "partitions": Spec("int", 1, 12),
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
