@@ -21,33 +21,32 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-#: Public name -> the module that defines it. The module map, in one place.
-_EXPORTS: dict[str, str] = {
-    # cluster and faults
-    "Cluster": "cluster", "Nemesis": "nemesis", "Schedule": "nemesis",
-    "FAULTS": "faults", "fault": "faults",
-    # clients and what they record
-    "History": "history", "ProducerWorkload": "workload", "Pipeline": "workload",
-    "Stream": "workload", "TxnProducer": "clients", "Fenced": "clients",
-    "Recorder": "clients", "zombie_write": "clients",
-    # readers
-    "read_back": "readers", "final_read": "readers", "peek": "readers",
-    "committed_offsets": "readers", "pending_count": "readers", "ReadTimeout": "readers",
-    # judging
-    "check": "checker", "lost": "checker", "aborted_reads": "checker",
-    "AT_MOST_ONCE": "modes", "AT_LEAST_ONCE": "modes", "IDEMPOTENT": "modes",
-    "TRANSACTIONAL": "modes", "MODES": "modes", "mode": "modes",
-    "Scenario": "scenario", "stall_takeover": "scenario",
-    "lost_ack_duplicate": "recipes", "acked_then_lost": "recipes",
-    # evidence
-    "Inspector": "inspector", "log_batches": "segments", "producer_summary": "segments",
-    "plots": "", "timeline": "plots", "offset_strips": "plots",
-    # the notebook side
-    "FaultPanel": "widgets", "FaultSpec": "widgets", "fault_buttons": "widgets",
-    "TxnConsole": "consoles", "busy": "progress", "progress": "progress",
-    "Chapter": "chapter", "what_you_saw": "chapter", "self_check": "chapter",
+#: Module -> the public names it defines: the module map, in one place. A module
+#: listed with no names is itself public (``dl.plots``, ``dl.params``).
+_MODULES: dict[str, str] = {
+    "cluster": "Cluster",
+    "faults": "FAULTS fault",
+    "nemesis": "Nemesis Schedule",
+    "history": "History",
+    "clients": "Recorder TxnProducer Fenced zombie_write",
+    "workload": "ProducerWorkload Pipeline Stream",
+    "readers": "read_back final_read peek committed_offsets pending_count ReadTimeout",
+    "checker": "check lost aborted_reads",
+    "modes": "AT_MOST_ONCE AT_LEAST_ONCE IDEMPOTENT TRANSACTIONAL MODES mode",
+    "scenario": "Scenario stall_takeover",
+    "recipes": "lost_ack_duplicate acked_then_lost",
+    "inspector": "Inspector",
+    "segments": "log_batches producer_summary",
+    "plots": "",
+    "widgets": "FaultPanel FaultSpec fault_buttons",
+    "consoles": "TxnConsole",
+    "progress": "busy progress",
+    "chapter": "Chapter what_you_saw self_check",
     "params": "",
 }
+_EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
+                            for name in names.split()}
+_EXPORTS.update({module: "" for module, names in _MODULES.items() if not names})
 
 __all__ = sorted(_EXPORTS)
 

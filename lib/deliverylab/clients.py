@@ -268,32 +268,28 @@ class TxnProducer:
         return f"wrote {n} value(s) in {txn} at {spots} (not visible to read_committed yet)"
 
     def commit(self) -> str:
-        if self.txn is None:
-            return "no open transaction to commit"
-        txn, self.txn = self.txn, None
-        try:
-            self.producer.commit_transaction(self.timeout)
-        except KafkaException as exc:
-            self.history.record(self.process, "commit_txn", "fail", txn=txn, error=exc)
-            if is_fencing(exc):
-                raise self._fence(exc, "commit") from exc
-            raise
-        self.history.record(self.process, "commit_txn", "ok", txn=txn)
-        return f"committed {txn}: its values are visible to read_committed readers"
+        return self._end("commit", "committed", "its values are visible to read_committed "
+                         "readers")
 
     def abort(self) -> str:
+        return self._end("abort", "aborted", "its values stay in the log, hidden from "
+                         "read_committed")
+
+    def _end(self, how: str, done: str, result: str) -> str:
+        """Commit or abort the open transaction, recording the op either way."""
         if self.txn is None:
-            return "no open transaction to abort"
+            return f"no open transaction to {how}"
         txn, self.txn = self.txn, None
+        end = getattr(self.producer, f"{how}_transaction")
         try:
-            self.producer.abort_transaction(self.timeout)
+            end(self.timeout)
         except KafkaException as exc:
-            self.history.record(self.process, "abort_txn", "fail", txn=txn, error=exc)
+            self.history.record(self.process, f"{how}_txn", "fail", txn=txn, error=exc)
             if is_fencing(exc):
-                raise self._fence(exc, "abort") from exc
+                raise self._fence(exc, how) from exc
             raise
-        self.history.record(self.process, "abort_txn", "ok", txn=txn)
-        return f"aborted {txn}: its values stay in the log, hidden from read_committed"
+        self.history.record(self.process, f"{how}_txn", "ok", txn=txn)
+        return f"{done} {txn}: {result}"
 
     def close(self) -> None:
         """Let go of the client (an open transaction is aborted by the coordinator after

@@ -16,12 +16,12 @@ import pytest
 from confluent_kafka import Producer
 
 from deliverylab import checker, plots
-from deliverylab.clients import config
+from deliverylab.clients import Recorder, config
 from deliverylab.cluster import Cluster
 from deliverylab.errors import BadValue
-from deliverylab.history import History, outcome_of
+from deliverylab.history import History
 from deliverylab.inspector import Inspector
-from deliverylab.values import encode, key
+from deliverylab.values import ValueId, encode
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -41,26 +41,19 @@ def new_topic(cluster: Cluster, partitions: int) -> str:
     return cluster.create_topic(f"insp-{uuid.uuid4().hex[:8]}", partitions=partitions)
 
 
-class Recorder:
-    """A producer that records every send's outcome and place in a History."""
+class Sender:
+    """A raw producer (settings per test) whose sends go through the lab's one
+    :class:`~deliverylab.clients.Recorder`."""
 
     def __init__(self, cluster: Cluster, topic: str, history: History, process: str,
                  **settings: object) -> None:
-        self.topic, self.history, self.process = topic, history, process
+        self.process = process
+        self.recorder = Recorder(history, process, topic)
         self.producer = Producer(config(cluster.bootstrap_servers, acks="all", **settings))
         self.txn: str | None = None
 
     def send(self, seq: int, partition: int = 0) -> None:
-        value, txn = f"{self.process}:{seq}", self.txn
-
-        def done(err, msg) -> None:
-            self.history.record(self.process, "send", outcome_of(err), [value],
-                                topic=self.topic, partition=msg.partition(),
-                                offset=msg.offset() if err is None else None, txn=txn,
-                                error=err)
-
-        self.producer.produce(self.topic, encode(self.process, seq), key(self.process),
-                              partition=partition, on_delivery=done)
+        self.recorder.send(self.producer, ValueId(self.process, seq), partition, self.txn)
 
     def flush(self) -> None:
         assert self.producer.flush(30) == 0, "messages still queued after 30 s"
@@ -82,7 +75,7 @@ def acked_at(history: History, values: set[str] | None = None) -> dict[str, list
 def duplicated(cluster1: Cluster) -> tuple[str, History]:
     """Ten values over three partitions, value 4 written twice on purpose."""
     topic, history = new_topic(cluster1, 3), History()
-    rec = Recorder(cluster1, topic, history, "dup")
+    rec = Sender(cluster1, topic, history, "dup")
     for seq in range(10):
         rec.send(seq, partition=seq % 3)
     rec.send(4, partition=2)  # the same value again, in another partition
@@ -152,7 +145,7 @@ def test_partition_summary_counts_records(inspector, duplicated) -> None:
 def transactional(cluster1: Cluster, inspector: Inspector) -> tuple[str, History]:
     """One aborted then one committed transaction, each writing to both partitions."""
     topic, history = new_topic(cluster1, 2), History()
-    rec = Recorder(cluster1, topic, history, "txn",
+    rec = Sender(cluster1, topic, history, "txn",
                    **{"transactional.id": f"insp-{topic}", "enable.idempotence": True})
     rec.producer.init_transactions(30)
     for n, (first, commit) in enumerate(((0, False), (4, True))):
@@ -247,10 +240,10 @@ def test_history_join_shows_transaction_fates(inspector, transactional) -> None:
 
 def test_open_transaction_is_pending_not_aborted(cluster1, inspector) -> None:
     topic, history = new_topic(cluster1, 1), History()
-    plain = Recorder(cluster1, topic, history, "plain")
+    plain = Sender(cluster1, topic, history, "plain")
     plain.send(0)
     plain.flush()  # offset 0: a record outside any transaction
-    rec = Recorder(cluster1, topic, history, "open",
+    rec = Sender(cluster1, topic, history, "open",
                    **{"transactional.id": f"insp-{topic}", "enable.idempotence": True})
     rec.producer.init_transactions(30)
     rec.producer.begin_transaction()
