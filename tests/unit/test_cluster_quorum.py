@@ -159,3 +159,31 @@ def test_with_quorum_appends_to_both_lines():
     assert html_text.startswith("<div>x &nbsp;|&nbsp; <span class='dl-quorum'")
     assert html_text.endswith("active controller 1</span></div>")
     assert kraft.with_quorum(object(), "t", "<div></div>") == ("t", "<div></div>")
+
+
+def test_docker_backend_creates_the_controller_only_node(tmp_path, monkeypatch):
+    """The docker backend runs the same plan (no engine needed: the CLI calls are
+    recorded): 3 containers for 2 brokers, the controller-only one with controller JVM
+    options and only its CONTROLLER port published, for Cluster.quorum() to ask."""
+    from deliverylab.cluster import docker as dk
+
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(dk, "_docker", lambda *args, **kw: calls.append(args))
+    backend = object.__new__(dk.DockerBackend)
+    backend.__dict__.update(
+        workdir=tmp_path, docker="docker", image="img", project="p", peers="p-peers",
+        clients="p-clients", broker_opts="-Xmx384m", controller_opts="-Xmx128m", tool_opts="",
+        containers={}, partitioned=set(), _created_networks=[], tell_reaper=lambda line: None)
+    backend.prepare(_spec(2))
+    creates = {c[2]: c for c in calls if c[0] == "create"}
+    assert sorted(creates) == ["p-kafka-1", "p-kafka-2", "p-kafka-3"]
+    controller = creates["p-kafka-3"]
+    assert [controller[i + 1] for i, a in enumerate(controller) if a == "--publish"] == [
+        "127.0.0.1:3002:3002"]
+    assert "DELIVERYLAB_BROKER_OPTS=-Xmx128m" in controller
+    broker = creates["p-kafka-1"]
+    assert "127.0.0.1:1000:1000" in broker and "127.0.0.1:1002:1002" in broker
+    props = (tmp_path / "node-3" / "server.properties").read_text()
+    assert "process.roles=controller\n" in props
+    assert "listeners=CONTROLLER://0.0.0.0:3002\n" in props
+    assert "controller.quorum.voters=1@kafka-1:1002,2@kafka-2:2002,3@kafka-3:3002\n" in props
