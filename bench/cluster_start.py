@@ -17,8 +17,9 @@ from deliverylab.cluster import Cluster
 
 
 def rss_mb(cluster: Cluster) -> float:
+    """Resident memory of every node's process, controller-only nodes included."""
     total = 0
-    for node in cluster.nodes:
+    for node in getattr(cluster, "processes", cluster.nodes):
         pid = cluster.backend.pid(node)
         if pid:
             total += psutil.Process(pid).memory_info().rss
@@ -39,11 +40,13 @@ def one_run(brokers: int) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3, help="runs per cluster size")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 3],
+                        help="cluster sizes to measure (the ratio needs 1 and 3)")
     args = parser.parse_args()
     print(f"{'brokers':>7} {'ready s (median, min-max)':>28} {'RSS MB total':>13} "
           f"{'RSS MB/broker':>14} {'stop s':>7}")
     rows = {}
-    for brokers in (1, 3):
+    for brokers in args.sizes:
         runs = [one_run(brokers) for _ in range(args.runs)]
         ready = [r[0] for r in runs]
         memory = statistics.median(r[1] for r in runs)
@@ -51,7 +54,8 @@ def main() -> None:
         rows[brokers] = statistics.median(ready)
         print(f"{brokers:>7} {statistics.median(ready):>12.1f} ({min(ready):.1f}-{max(ready):.1f})"
               f"{'':>8} {memory:>13.0f} {memory / brokers:>14.0f} {stop:>7.2f}")
-    print(f"ratio ready(3)/ready(1): {rows[3] / rows[1]:.2f}")
+    if 1 in rows and 3 in rows:
+        print(f"ratio ready(3)/ready(1): {rows[3] / rows[1]:.2f}")
 
 
 if __name__ == "__main__":

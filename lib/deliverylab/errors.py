@@ -41,7 +41,8 @@ class BrokerExited(LabError):
 
 
 class ClusterNotReady(LabError):
-    """A readiness condition never held within its timeout."""
+    """A condition the lab waited for (readiness, a leader, the ISR) never held in time;
+    the message names it, and the cause when known (e.g. no controller quorum)."""
 
 
 class BadValue(LabError, ValueError):
@@ -51,3 +52,12 @@ class BadValue(LabError, ValueError):
 def bad_value(name: str, value: object, accepted: str) -> BadValue:
     """Build the one message shape used for bad input: the value and what is accepted."""
     return BadValue(f"{name}={value!r} is not accepted; expected {accepted}")
+
+
+class QuorumLost(LabError):
+    """A fault was refused because it would leave the KRaft controller quorum without a
+    majority (no elections, no new leaders): the message names the voters."""
+
+
+class QuorumWarning(UserWarning):
+    """A fault took the controller quorum away, as asked: failovers wait until it is back."""

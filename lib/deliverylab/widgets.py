@@ -33,6 +33,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from .cluster.quorum import with_quorum
 from .errors import bad_value
 from .faults import FAULTS
 from .history import History
@@ -416,6 +417,8 @@ class FaultPanel(W.VBox):
             counts = _send_counts(self.current_history, self.topic)
             self.status_text = _status_text(brokers, running, self.topic, leaders, counts)
             self.status.value = _status_html(brokers, running, self.topic, leaders, counts)
+            self.status_text, self.status.value = with_quorum(self.cluster, self.status_text,
+                                                              self.status.value)
             return self.status_text
 
     def _leaders(self) -> dict[int, int] | str:

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 import weakref
 from contextlib import ExitStack
 from pathlib import Path
@@ -25,7 +26,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from .. import dist
 from ..clients import config
-from ..errors import BrokerExited, ClusterNotReady, PortTaken, bad_value
+from ..errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning, bad_value
+from . import quorum as kraft
 from . import ready
 from .local import LocalBackend, start_reaper, tail
 from .properties import ClusterSpec, NodePorts
@@ -75,11 +77,36 @@ def check_port(port: int) -> None:
                             ) from exc
 
 
+class ClusterStatus(dict):
+    """Node -> state, as before, plus the controller quorum (``.quorum``, read lazily:
+    it asks the voters) which its repr shows, so ``cluster.status()`` in a notebook
+    says which nodes vote and which one is the active controller."""
+
+    def __init__(self, states: dict[int, str], quorum_state: Any) -> None:
+        super().__init__(states)
+        self._quorum = quorum_state  # a QuorumState, or a callable returning one
+
+    @property
+    def quorum(self) -> kraft.QuorumState | None:
+        if callable(self._quorum):
+            self._quorum = self._quorum()
+        return self._quorum
+
+    def __repr__(self) -> str:
+        q = self.quorum
+        return super().__repr__() + (f" | {q.line()}" if q is not None else "")
+
+
 class Cluster:
-    """N KRaft nodes (broker+controller each) on 127.0.0.1.
+    """N Kafka brokers on 127.0.0.1, with a KRaft controller quorum sized for failover.
+
+    The voters (see :mod:`.quorum`): node 1 alone for 1 broker; nodes 1-3 from 2 brokers
+    on, where node 3 is a small controller-only process when there are 2 brokers, and
+    nodes 4-5 are brokers only. So killing or pausing any one broker leaves a majority
+    of voters, and a new partition leader is always elected.
 
     Args:
-        brokers: number of nodes, 1 to 5 (1 works, transactions included).
+        brokers: number of brokers, 1 to 5 (1 works, transactions included).
         backend: ``"local"`` (JVM processes), ``"docker"`` (one container per node,
             adds :meth:`partition`) or ``"auto"`` (docker when an engine answers and the
             broker image is there, else local). The image: ``$DELIVERYLAB_KAFKA_IMAGE``,
@@ -93,6 +120,11 @@ class Cluster:
         overrides: extra broker properties, e.g. ``{"min.insync.replicas": "2"}``.
         ready_timeout: seconds to wait for the readiness conditions.
         jvm_opts: extra JVM options for every broker.
+        allow_quorum_loss: what :meth:`kill` and :meth:`pause` do when asked for a fault
+            that leaves brokers running without a controller majority: True (default)
+            does it and warns (:class:`~deliverylab.errors.QuorumWarning`) -- pausing
+            both followers on 3 nodes is such a fault, and a lesson; False refuses with
+            :class:`~deliverylab.errors.QuorumLost`. Each call may override it.
     """
 
     start = _StartMethod()
@@ -101,7 +133,7 @@ class Cluster:
                  base_port: int | None = None, data_dir: str | Path | None = None,
                  keep_data: bool = False, overrides: dict[str, Any] | None = None,
                  ready_timeout: float = 90.0, kafka_version: str = dist.KAFKA_VERSION,
-                 jvm_opts: list[str] | None = None) -> None:
+                 jvm_opts: list[str] | None = None, allow_quorum_loss: bool = True) -> None:
         if not isinstance(brokers, int) or not 1 <= brokers <= 5:
             raise bad_value("brokers", brokers, "a whole number from 1 to 5")
         if backend not in BACKENDS:
@@ -109,6 +141,8 @@ class Cluster:
         if base_port is not None and not (1024 <= base_port <= 65000):
             raise bad_value("base_port", base_port, "None or a port from 1024 to 65000")
         self.size = brokers
+        self.quorum_plan = kraft.plan(brokers)
+        self.allow_quorum_loss = allow_quorum_loss
         self.backend_name = backend
         self.use_proxy = proxy
         self.base_port = base_port
@@ -131,11 +165,17 @@ class Cluster:
     # ----------------------------------------------------------------- lifecycle
     @property
     def nodes(self) -> list[int]:
+        """The brokers (what faults aim at and clients use)."""
         return list(range(1, self.size + 1))
+
+    @property
+    def processes(self) -> list[int]:
+        """Every node that runs a process: the brokers and any controller-only node."""
+        return list(self.quorum_plan.processes)
 
     def _ports(self) -> list[int]:
         per_node = 5 if self.use_proxy else 3
-        count = per_node * self.size
+        count = per_node * self.size + len(self.quorum_plan.controller_only)
         if self.base_port is None:
             return free_ports(count)
         ports = list(range(self.base_port, self.base_port + count))
@@ -152,7 +192,11 @@ class Cluster:
             direct = next(ports) if self.use_proxy else None
             nodes.append(NodePorts(node_id, client, internal, controller, advertised,
                                    direct=direct))
-        return ClusterSpec(tuple(nodes), new_cluster_id(), self.overrides)
+        # A controller-only node listens on CONTROLLER only: no client ports.
+        controllers = tuple(NodePorts(node_id, 0, 0, next(ports), 0)
+                            for node_id in self.quorum_plan.controller_only)
+        return ClusterSpec(tuple(nodes), new_cluster_id(), self.overrides, controllers,
+                           self.quorum_plan.voters)
 
     def _start(self) -> Cluster:
         """Start every node and wait until the cluster can really serve."""
@@ -171,11 +215,12 @@ class Cluster:
             if self.use_proxy:
                 self._start_proxies()
             self.backend.prepare(self.spec)
-            for node_id in self.nodes:
+            for node_id in self.processes:
                 self.backend.launch(node_id)
                 self.states[node_id] = "up"
             ready.wait_ready(self.bootstrap_servers, self.size,
-                             ready.Deadline(self.ready_timeout), self._check_alive)
+                             ready.Deadline(self.ready_timeout), self._check_alive,
+                             explain=self._why_stuck)
         except BaseException:
             self.stop()
             raise
@@ -235,10 +280,10 @@ class Cluster:
         with self._lock:
             if self.backend is not None:
                 if self.keep_data:
-                    for node_id in self.nodes:
+                    for node_id in self.processes:
                         self.backend.signal(node_id, "resume")
                         self.backend.signal(node_id, "term")
-                    for node_id in self.nodes:
+                    for node_id in self.processes:
                         self.backend.wait_exit(node_id, 10)
                 self.backend.close()
                 self.backend = None
@@ -299,21 +344,57 @@ class Cluster:
         return node
 
     # ------------------------------------------------------------------ faults
-    def kill(self, node: int) -> None:
-        """SIGKILL one node: no shutdown, no flush, as when a machine loses power."""
+    def kill(self, node: int, allow_quorum_loss: bool | None = None) -> None:
+        """SIGKILL one node: no shutdown, no flush, as when a machine loses power.
+
+        ``allow_quorum_loss``: see the class; None means the cluster's setting.
+        """
         node = self._node(node)
+        self._quorum_check("killing", node, allow_quorum_loss)
         self.backend.signal(node, "resume")
         self.backend.signal(node, "kill")
         self.backend.wait_exit(node, 10)
         self.states[node] = "dead"
 
-    def pause(self, node: int) -> None:
-        """SIGSTOP one node: alive but silent, like a long GC pause or a frozen VM."""
+    def pause(self, node: int, allow_quorum_loss: bool | None = None) -> None:
+        """SIGSTOP one node: alive but silent, like a long GC pause or a frozen VM.
+
+        ``allow_quorum_loss``: see the class; None means the cluster's setting.
+        """
         node = self._node(node)
         if self.states.get(node) == "up":
+            self._quorum_check("pausing", node, allow_quorum_loss)
             self.backend.signal(node, "pause")
             self.backend.wait_stopped(node, True)
             self.states[node] = "paused"
+
+    def _quorum_check(self, verb: str, node: int, allow: bool | None) -> None:
+        """Refuse or warn when this fault takes the controller majority away.
+
+        Not for 1 broker: its only node is the quorum, and losing it is the fault
+        itself (the timeouts that follow say there is nothing to fail over to). Why
+        here and not in the Nemesis or the panel: every caller of ``kill`` and
+        ``pause`` gets the same rule and the same sentence.
+        """
+        plan = self.quorum_plan
+        down = {v for v in plan.voters if self.status_of(v) != "up"} | self.partitioned
+        after = down | {node}
+        if self.size == 1 or kraft.lost_by(plan, down) or not kraft.lost_by(plan, after):
+            return  # nothing to fail over to, the quorum was already gone, or it survives
+        voters = ",".join(map(str, plan.voters))
+        gone = ",".join(map(str, sorted(after & set(plan.voters))))
+        what = (f"{verb} node {node} leaves the controller quorum (voters {voters}) with "
+                f"only {len(plan.voters) - len(after & set(plan.voters))} of "
+                f"{len(plan.voters)} running ({gone} down): no controller, so no elections, "
+                "no new leaders and no ISR changes until a voter is back")
+        if not (self.allow_quorum_loss if allow is None else allow):
+            raise QuorumLost(f"refused: {what}; pass allow_quorum_loss=True to do it anyway")
+        warnings.warn(QuorumWarning(what), stacklevel=3)
+
+    def status_of(self, node: int) -> str:
+        """One node's state, controller-only nodes included (``stopped`` if unknown)."""
+        self.status()  # refreshes crashed nodes to dead
+        return self.states.get(node, "stopped")
 
     def resume(self, node: int) -> None:
         node = self._node(node)
@@ -343,7 +424,8 @@ class Cluster:
         ready.wait_until(f"node {node} restarted (its log says the server started)",
                          lambda: self._starts(node) > started, deadline, self._check_alive)
         ready.wait_until(f"node {node} back in the cluster metadata",
-                         lambda: node in self.live_brokers(), deadline, self._check_alive)
+                         lambda: node in self.live_brokers(), deadline, self._check_alive,
+                         explain=self._why_stuck)
 
     def _starts(self, node: int) -> int:
         """How many times the node's log says its server started (restarts append)."""
@@ -376,13 +458,46 @@ class Cluster:
         """Nodes currently cut off by :meth:`partition`."""
         return set(getattr(self.backend, "partitioned", ()))
 
-    def status(self) -> dict[int, str]:
-        """Node -> ``up``/``paused``/``dead``/``stopped`` (a crashed node shows ``dead``)."""
+    def status(self) -> ClusterStatus:
+        """Broker -> ``up``/``paused``/``dead``/``stopped`` (a crashed node shows ``dead``).
+
+        A dict as always; its ``.quorum`` (and its repr) add the controller quorum:
+        the voters, their states and the active controller.
+        """
         if self.backend is not None:
             for node_id, state in self.states.items():
                 if state in ("up", "paused") and self.backend.exit_code(node_id) is not None:
                     self.states[node_id] = "dead"
-        return dict(self.states)
+        brokers = {n: s for n, s in self.states.items() if n in self.nodes}
+        return ClusterStatus(brokers, self.quorum if self.spec is not None else None)
+
+    def quorum(self, timeout: float = 1.0) -> kraft.QuorumState:
+        """The controller quorum now: each voter's state and the active controller.
+
+        Only running voters are asked (a paused one would not answer), each with Kafka's
+        DescribeQuorum on its CONTROLLER listener; without a majority running nobody is
+        asked: no controller can lead.
+        """
+        self._require_started()
+        plan = self.quorum_plan
+        states = {v: self.status_of(v) for v in plan.voters}
+        for v in self.partitioned & set(plan.voters):
+            states[v] = "cut off"
+        leader, note = None, ""
+        if not kraft.lost_by(plan, {v for v, s in states.items() if s != "up"}):
+            by_id = {n.node_id: n for n in self.spec.all_nodes}
+            leader = kraft.probe_leader(
+                {v: (by_id[v].host, by_id[v].controller) for v, s in states.items()
+                 if s == "up"}, timeout)
+            note = "" if leader is not None else "no running voter says it leads"
+        return kraft.QuorumState(plan, states, leader, note)
+
+    def _why_stuck(self) -> str:
+        """What a timed-out wait appends: the quorum's state when it has no leader."""
+        try:
+            return self.quorum().explain()
+        except Exception as exc:  # noqa: BLE001 - an explanation must never hide the timeout
+            return f"; (the controller quorum could not be asked: {exc})"
 
     # -------------------------------------------------------------- metadata
     def admin(self) -> AdminClient:
@@ -428,8 +543,9 @@ class Cluster:
             ok = meta is not None and meta.leader >= 0 and meta.leader not in exclude
             return meta.leader if ok else None
 
-        return ready.wait_until(f"a new leader for {topic}/{partition} (not {exclude})",
-                                probe, ready.Deadline(timeout))
+        not_ = f" other than {', '.join(map(str, exclude))}" if exclude else ""
+        return ready.wait_until(f"a leader of {topic}/{partition}{not_}", probe, timeout,
+                                explain=self._why_stuck)
 
     def wait_isr(self, topic: str, partition: int, size: int, timeout: float = 60.0) -> list:
         """Wait until ``size`` replicas are in sync again (e.g. after a restart)."""
@@ -438,7 +554,7 @@ class Cluster:
             return list(meta.isrs) if meta is not None and len(meta.isrs) >= size else None
 
         return ready.wait_until(f"{size} replicas in the ISR of {topic}/{partition}",
-                                probe, ready.Deadline(timeout))
+                                probe, timeout, explain=self._why_stuck)
 
     def create_topic(self, name: str, partitions: int = 3, replication_factor: int | None = None,
                      config: dict[str, Any] | None = None, timeout: float = 30.0) -> str:
@@ -463,7 +579,7 @@ class Cluster:
                     and all(p.leader >= 0 for p in meta.partitions.values()))
 
         ready.wait_until(f"topic {name!r} with a leader on each of its {partitions} "
-                         "partitions", has_leaders, ready.Deadline(timeout))
+                         "partitions", has_leaders, timeout, explain=self._why_stuck)
         return name
 
     # -------------------------------------------------------------------- logs

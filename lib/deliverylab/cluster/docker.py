@@ -44,7 +44,7 @@ from pathlib import Path
 
 from .. import dist
 from ..errors import BrokerExited, LabError, PortTaken
-from .local import BROKER_JVM_OPTS, TOOL_JVM_OPTS
+from .local import BROKER_JVM_OPTS, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
 from .properties import ClusterSpec, NodePorts, render, server_properties
 
 IMAGE_ENV = "DELIVERYLAB_KAFKA_IMAGE"
@@ -178,6 +178,8 @@ class DockerBackend:
         self.peers = f"{self.project}-peers"
         self.clients = f"{self.project}-clients"
         self.broker_opts = " ".join([*BROKER_JVM_OPTS, *CONTAINER_JVM_OPTS, *(jvm_opts or [])])
+        self.controller_opts = " ".join([*CONTROLLER_JVM_OPTS, *CONTAINER_JVM_OPTS,
+                                         *(jvm_opts or [])])
         self.tool_opts = " ".join(TOOL_JVM_OPTS)
         self.containers: dict[int, str] = {}
         self.partitioned: set[int] = set()
@@ -209,7 +211,7 @@ class DockerBackend:
         The reaper learns the clean-up commands *before* anything exists, so a kernel
         killed half-way through still leaves nothing behind.
         """
-        names = [self.container(n.node_id) for n in spec.nodes]
+        names = [self.container(n.node_id) for n in spec.all_nodes]
         self.tell_reaper("exec " + json.dumps([self.docker, "rm", "-f", "-v", *names]))
         self.tell_reaper("exec " + json.dumps(
             [self.docker, "network", "rm", self.peers, self.clients]))
@@ -225,8 +227,10 @@ class DockerBackend:
                     "pools hold about 30: stop other clusters (`docker network prune`) or "
                     "widen default-address-pools in the engine's daemon.json") from exc
             self._created_networks.append(net)
-        cluster_spec = replace(spec, nodes=tuple(self.container_node(n) for n in spec.nodes))
-        for node in cluster_spec.nodes:
+        cluster_spec = replace(spec, nodes=tuple(self.container_node(n) for n in spec.nodes),
+                               controllers=tuple(self.container_node(n)
+                                                 for n in spec.controllers))
+        for node in cluster_spec.all_nodes:
             self._create(cluster_spec, node, labels)
 
     def _create(self, spec: ClusterSpec, node: NodePorts, labels: list[str]) -> None:
@@ -235,12 +239,17 @@ class DockerBackend:
         ndir.mkdir(parents=True, exist_ok=True)
         props = render(server_properties(spec, node, DATA_DIR))
         (ndir / "server.properties").write_text(props)
+        roles = spec.roles(node.node_id)
+        # Published on the host's 127.0.0.1: the client ports (brokers), and the
+        # CONTROLLER port of voters, which Cluster.quorum() asks who leads.
+        ports = [p for p, on in ((node.client, "broker" in roles), (node.direct, "broker" in roles),
+                                 (node.controller, "controller" in roles)) if on and p]
+        opts = self.broker_opts if "broker" in roles else self.controller_opts
         # No --hostname kafka-N: the engine would resolve it on *every* network, and a
         # partitioned node could still reach its peers through the clients network.
         _docker("create", "--name", name, *labels, "--network", self.clients,
-                "--publish", f"127.0.0.1:{node.client}:{node.client}",
-                *(["--publish", f"127.0.0.1:{node.direct}:{node.direct}"] if node.direct else []),
-                "--env", f"DELIVERYLAB_BROKER_OPTS={self.broker_opts}",
+                *[a for p in ports for a in ("--publish", f"127.0.0.1:{p}:{p}")],
+                "--env", f"DELIVERYLAB_BROKER_OPTS={opts}",
                 "--env", f"DELIVERYLAB_TOOL_OPTS={self.tool_opts}",
                 "--entrypoint", "sh", self.image, f"{CONF_DIR}/broker-entry.sh")
         self.containers[node.node_id] = name

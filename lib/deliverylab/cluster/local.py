@@ -29,6 +29,13 @@ BROKER_JVM_OPTS = [
     "-XX:ReservedCodeCacheSize=64m", "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true", "-Dlog4j2.disable.jmx=true",
 ]
+# A controller-only node holds a few kilobytes of metadata and serves a handful of
+# brokers: a quarter of a broker's heap, and a smaller code cache.
+CONTROLLER_JVM_OPTS = [
+    "-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:MaxDirectMemorySize=32m",
+    "-XX:ReservedCodeCacheSize=32m", "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true", "-Dlog4j2.disable.jmx=true",
+]
 # The storage formatter runs once and exits: optimise for start-up, not throughput.
 TOOL_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 
@@ -59,6 +66,8 @@ class LocalBackend:
         # -Xshare:auto (the default) falls back silently if the archive does not fit.
         shared = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
         self.broker_opts = [*BROKER_JVM_OPTS, *shared, *(jvm_opts or [])]
+        self.controller_opts = [*CONTROLLER_JVM_OPTS, *shared, *(jvm_opts or [])]
+        self.spec: ClusterSpec | None = None
         self.tool_opts = [*TOOL_JVM_OPTS, *shared]
         self.procs: dict[int, subprocess.Popen] = {}
         self.on_launch = lambda pid: None  # set by the Cluster: tells the reaper
@@ -74,8 +83,9 @@ class LocalBackend:
 
     def prepare(self, spec: ClusterSpec) -> None:
         """Write each node's properties and format its storage (all nodes in parallel)."""
+        self.spec = spec
         formatters = []
-        for node in spec.nodes:
+        for node in spec.all_nodes:
             ndir = self.node_dir(node.node_id)
             ndir.mkdir(parents=True, exist_ok=True)
             props = server_properties(spec, node, str(ndir / "data"))
@@ -100,8 +110,10 @@ class LocalBackend:
         log = open(self.log_path(node_id), "a")  # noqa: SIM115 - the child keeps it
         log.write(f"\n===== deliverylab: starting node {node_id} at {time.ctime()} =====\n")
         log.flush()
+        controller_only = self.spec is not None and self.spec.roles(node_id) == "controller"
+        opts = self.controller_opts if controller_only else self.broker_opts
         proc = subprocess.Popen(
-            [self.java, *self.broker_opts, f"-Dlog4j2.configurationFile={dist.log4j_config()}",
+            [self.java, *opts, f"-Dlog4j2.configurationFile={dist.log4j_config()}",
              "-cp", self._classpath(), "kafka.Kafka", str(ndir / "server.properties")],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C in the notebook must not reach the brokers

@@ -5,9 +5,14 @@ Three listeners per node, so that faults can be aimed at clients only:
 * ``CLIENT``   — what producers, consumers and admin clients use. It may *advertise*
   another address (the fault proxy's), so every client byte passes through the proxy.
 * ``INTERNAL`` — replication between brokers; never proxied.
-* ``CONTROLLER`` — the KRaft quorum; never proxied.
+* ``CONTROLLER`` — the KRaft quorum; never proxied. Only voters listen on it; every
+  node names it, since brokers reach the quorum through it.
 * ``DIRECT``   — only with a proxy: a client listener that bypasses it, for the lab's
   own admin calls and read-backs.
+
+Not every node is a voter (see :mod:`.quorum`): ``process.roles`` is ``broker,controller``
+for a voter that is also a broker, ``broker`` for a broker-only node and ``controller``
+for a controller-only node, which has only the CONTROLLER listener.
 
 Always ``127.0.0.1``, never ``localhost``: the latter may resolve to ``::1``.
 """
@@ -48,11 +53,35 @@ class NodePorts:
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """What every broker of one cluster agrees on."""
+    """What every node of one cluster agrees on.
+
+    ``nodes`` are the brokers (what clients bootstrap on); ``controllers`` the
+    controller-only nodes (client ports unused); ``voter_ids`` the quorum's voters,
+    every broker when empty.
+    """
 
     nodes: tuple[NodePorts, ...]
     cluster_id: str
     overrides: dict[str, str] = field(default_factory=dict)
+    controllers: tuple[NodePorts, ...] = ()
+    voter_ids: tuple[int, ...] = ()
+
+    @property
+    def all_nodes(self) -> tuple[NodePorts, ...]:
+        """Every node that runs a process, brokers first."""
+        return self.nodes + self.controllers
+
+    @property
+    def voter_nodes(self) -> tuple[NodePorts, ...]:
+        ids = self.voter_ids or tuple(n.node_id for n in self.all_nodes)
+        return tuple(n for n in self.all_nodes if n.node_id in ids)
+
+    def roles(self, node_id: int) -> str:
+        """``process.roles`` of one node."""
+        roles = [r for r, member in (
+            ("broker", any(n.node_id == node_id for n in self.nodes)),
+            ("controller", any(n.node_id == node_id for n in self.voter_nodes))) if member]
+        return ",".join(roles)
 
     @property
     def size(self) -> int:
@@ -64,20 +93,43 @@ class ClusterSpec:
 
 
 def voters(spec: ClusterSpec) -> str:
-    return ",".join(f"{n.node_id}@{n.peer_host}:{n.controller}" for n in spec.nodes)
+    return ",".join(f"{n.node_id}@{n.peer_host}:{n.controller}" for n in spec.voter_nodes)
+
+
+def controller_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> dict[str, str]:
+    """A controller-only node: the quorum's metadata log and nothing else, so it stays
+    small (no client, replication or group work)."""
+    props = {
+        "process.roles": "controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": voters(spec),
+        "listeners": f"CONTROLLER://{node.bind}:{node.controller}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": log_dir,
+        "num.network.threads": "1",
+        "num.io.threads": "1",
+        "background.threads": "1",
+    }
+    props.update(spec.overrides)
+    return props
 
 
 def server_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> dict[str, str]:
     """``server.properties`` of one node as a dict (backends write it their own way)."""
+    roles = spec.roles(node.node_id)
+    if roles == "controller":
+        return controller_properties(spec, node, log_dir)
+    controller = f",CONTROLLER://{node.bind}:{node.controller}" if "controller" in roles else ""
     rf = spec.replication
     direct = (f",DIRECT://{node.bind}:{node.direct}", f",DIRECT://{node.advertised_host}:"
               f"{node.direct}", ",DIRECT:PLAINTEXT") if node.direct else ("", "", "")
     props = {
-        "process.roles": "broker,controller",
+        "process.roles": roles,
         "node.id": str(node.node_id),
         "controller.quorum.voters": voters(spec),
-        "listeners": (f"CLIENT://{node.bind}:{node.client},INTERNAL://{node.bind}:{node.internal},"
-                      f"CONTROLLER://{node.bind}:{node.controller}{direct[0]}"),
+        "listeners": (f"CLIENT://{node.bind}:{node.client},INTERNAL://{node.bind}:{node.internal}"
+                      f"{controller}{direct[0]}"),
         "advertised.listeners": (f"CLIENT://{node.advertised_host}:{node.advertised},"
                                  f"INTERNAL://{node.peer_host}:{node.internal}{direct[1]}"),
         "listener.security.protocol.map": (

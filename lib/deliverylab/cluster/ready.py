@@ -41,9 +41,21 @@ class Deadline:
         return time.monotonic() >= self.end
 
 
-def wait_until(what: str, probe: Callable[[], object], deadline: Deadline,
-               check: Callable[[], None] = lambda: None, interval: float = 0.25) -> object:
-    """Poll ``probe`` until it returns something truthy; ``check`` raises if a broker died."""
+def wait_until(what: str, probe: Callable[[], object], deadline: Deadline | float,
+               check: Callable[[], None] = lambda: None, interval: float = 0.25,
+               explain: Callable[[], str] | None = None) -> object:
+    """Poll ``probe`` until it returns something truthy, and return that.
+
+    The one wait of the package: start-up steps, failovers, ISR recovery, restarts.
+    ``what`` names the awaited condition (``"a leader of t/0 other than 1"``); the
+    timeout's message says it, so a stuck failover is not reported as a start-up
+    problem. ``deadline`` is a :class:`Deadline` shared by several waits, or seconds.
+    ``check`` raises if a node died. ``explain`` is asked only on timeout, for the
+    cause when there is one to name (e.g. the controller quorum has no leader): it
+    returns ``""`` or text starting with ``;``.
+    """
+    if not isinstance(deadline, Deadline):
+        deadline = Deadline(deadline)
     last_error: Exception | None = None
     while True:
         check()
@@ -55,20 +67,26 @@ def wait_until(what: str, probe: Callable[[], object], deadline: Deadline,
             last_error = exc
         if deadline.expired():
             why = f" (last error: {last_error})" if last_error else ""
-            raise ClusterNotReady(
-                f"cluster not ready after {deadline.seconds:.0f}s: {what} never held{why}")
+            cause = explain() if explain is not None else ""
+            raise ClusterNotReady(f"timed out after {deadline.seconds:.0f}s waiting for "
+                                  f"{what}{why}{cause}")
         time.sleep(interval)
 
 
 def wait_ready(bootstrap: str, size: int, deadline: Deadline,
-               check: Callable[[], None]) -> None:
+               check: Callable[[], None], explain: Callable[[], str] | None = None) -> None:
+    """Every step of the module docstring, in order, within one deadline."""
     admin = AdminClient(config(bootstrap))
     rf = min(3, size)
+
+    def step(what: str, probe: Callable[[], object]) -> None:
+        wait_until(f"the cluster to be ready ({what})", probe, deadline, check,
+                   explain=explain)
 
     def all_brokers() -> bool:
         return len(admin.list_topics(timeout=deadline.left(5)).brokers) == size
 
-    wait_until(f"all {size} brokers registered in the metadata", all_brokers, deadline, check)
+    step(f"all {size} brokers registered in the metadata", all_brokers)
 
     def ready_topic() -> bool:
         md = admin.list_topics(timeout=deadline.left(5))
@@ -83,7 +101,7 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
         parts = md.topics[READY_TOPIC].partitions
         return bool(parts) and all(p.leader >= 0 for p in parts.values())
 
-    wait_until(f"topic {READY_TOPIC} created with a leader", ready_topic, deadline, check)
+    step(f"topic {READY_TOPIC} created with a leader", ready_topic)
 
     token = uuid.uuid4().hex
 
@@ -96,8 +114,8 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
         producer.commit_transaction(deadline.left(30))
         return True
 
-    wait_until("a transactional producer can init and commit "
-               "(creates __transaction_state)", transaction, deadline, check)
+    step("a transactional producer can init and commit (creates __transaction_state)",
+         transaction)
 
     def read_back() -> bool:
         consumer = Consumer(config(bootstrap, **{
@@ -115,8 +133,8 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
         finally:
             consumer.close()
 
-    wait_until("the committed record is read back under read_committed and its offset "
-               "committed (creates __consumer_offsets)", read_back, deadline, check)
+    step("the committed record is read back under read_committed and its offset "
+         "committed (creates __consumer_offsets)", read_back)
 
     def internal_topics() -> bool:
         md = admin.list_topics(timeout=deadline.left(5))
@@ -124,5 +142,5 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
                    and all(p.leader >= 0 for p in md.topics[t].partitions.values())
                    for t in INTERNAL_TOPICS)
 
-    wait_until("__consumer_offsets and __transaction_state have a leader on every partition",
-               internal_topics, deadline, check)
+    step("__consumer_offsets and __transaction_state have a leader on every partition",
+         internal_topics)
