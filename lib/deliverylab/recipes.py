@@ -393,7 +393,7 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
     try:
         try:
             for node in followers:
-                cluster.pause(node)
+                cluster.pause(node, allow_quorum_loss=True)  # the lesson, see above
             time.sleep(2 * _fetch_wait_s(cluster))
             phases.mark("followers paused, parked fetches drained")
             victim = _Send(producer, topic, values.encode(producer_id, 1), key)

@@ -121,10 +121,11 @@ class Cluster:
         ready_timeout: seconds to wait for the readiness conditions.
         jvm_opts: extra JVM options for every broker.
         allow_quorum_loss: what :meth:`kill` and :meth:`pause` do when asked for a fault
-            that leaves brokers running without a controller majority: True (default)
-            does it and warns (:class:`~deliverylab.errors.QuorumWarning`) -- pausing
-            both followers on 3 nodes is such a fault, and a lesson; False refuses with
-            :class:`~deliverylab.errors.QuorumLost`. Each call may override it.
+            that leaves brokers running without a controller majority: False (default)
+            refuses with one line (:class:`~deliverylab.errors.QuorumLost`); True does it
+            and warns (:class:`~deliverylab.errors.QuorumWarning`). Each call may
+            override it: the registry's ``pause_followers`` does so deliberately, since
+            on 3 nodes losing the quorum is its lesson.
     """
 
     start = _StartMethod()
@@ -133,7 +134,7 @@ class Cluster:
                  base_port: int | None = None, data_dir: str | Path | None = None,
                  keep_data: bool = False, overrides: dict[str, Any] | None = None,
                  ready_timeout: float = 90.0, kafka_version: str = dist.KAFKA_VERSION,
-                 jvm_opts: list[str] | None = None, allow_quorum_loss: bool = True) -> None:
+                 jvm_opts: list[str] | None = None, allow_quorum_loss: bool = False) -> None:
         if not isinstance(brokers, int) or not 1 <= brokers <= 5:
             raise bad_value("brokers", brokers, "a whole number from 1 to 5")
         if backend not in BACKENDS:
