@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from . import dist
+from . import jars
 from . import values as V
 from .checker import Result
 from .clients import config
@@ -615,7 +615,7 @@ def dump_segments(cluster: Any, topic: str, partition: int = 0,
         raise bad_value("topic/partition", f"{topic}/{partition}",
                         f"a partition with a replica on broker {node} (no segment in {folder})")
     cmd = [find_java(), "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-           "-cp", f"{dist.kafka_libs()}/*", f"-Dlog4j2.configurationFile={dist.log4j_config()}",
+           "-cp", f"{jars.kafka_libs()}/*", f"-Dlog4j2.configurationFile={jars.log4j_config()}",
            "kafka.tools.DumpLogSegments", "--print-data-log",
            "--files", ",".join(str(f) for f in files)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,

@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .. import dist
+from .. import jars
 from ..clients import config
 from ..errors import BrokerExited, ClusterNotReady, PortTaken, bad_value
 from . import ready
@@ -100,7 +100,7 @@ class Cluster:
     def __init__(self, brokers: int = 3, backend: str = "local", proxy: bool = False,
                  base_port: int | None = None, data_dir: str | Path | None = None,
                  keep_data: bool = False, overrides: dict[str, Any] | None = None,
-                 ready_timeout: float = 90.0, kafka_version: str = dist.KAFKA_VERSION,
+                 ready_timeout: float = 90.0, kafka_version: str = jars.KAFKA_VERSION,
                  jvm_opts: list[str] | None = None) -> None:
         if not isinstance(brokers, int) or not 1 <= brokers <= 5:
             raise bad_value("brokers", brokers, "a whole number from 1 to 5")
