@@ -474,6 +474,21 @@ class Cluster:
         """The last ``lines`` lines of a node's broker log."""
         return tail(self.log_path(node), lines)
 
+    # ------------------------------------------------------------- Kafka's tools
+    def tool_command(self, name: str, *args: str) -> str:
+        """The shell line to run Kafka's tool ``name`` (e.g. ``"kafka-topics"``) against
+        this cluster, to paste in a terminal; on the direct listeners, so fault proxies
+        never hide the answer. ``cluster.tool(...)`` runs it (see deliverylab.tools)."""
+        from ..tools import command_line
+
+        return command_line(name, *args, bootstrap=self.direct_bootstrap_servers)
+
+    def tool(self, name: str, *args: str, timeout: float = 120.0) -> str:
+        """Run :meth:`tool_command` and return the tool's standard output."""
+        from ..tools import run
+
+        return run(name, *args, bootstrap=self.direct_bootstrap_servers, timeout=timeout)
+
 
 @atexit.register
 def _stop_all() -> None:
