@@ -29,16 +29,18 @@ $(DEPS): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-# Kafka broker jars, Spark's Kafka connector and the broker class archive, in
-# ~/.cache/deliverylab (DELIVERYLAB_CACHE to move it). Re-checked on every run: cheap.
+# The pinned jars (broker, Spark's Kafka connector, tools, Connect, JDBC drivers; no
+# Maven needed) and the broker class archive, in ~/.cache/deliverylab
+# (DELIVERYLAB_CACHE to move it). Checksums re-checked on every run: cheap.
 $(CACHE): $(DEPS) FORCE
 	$(if $(strip $(BUNDLE)),$(BIN)/python -m deliverylab.bundle install $(BUNDLE))
 	$(BIN)/python -m deliverylab.setup
 	@touch $@
 
-# Bound to 127.0.0.1: a lab server must not be reachable from the network.
+# Bound to 127.0.0.1: a lab server must not be reachable from the network. The venv's
+# bin/ leads PATH so that Kafka's tools (kafka-topics, ...) work in its terminals.
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=labs --ServerApp.ip=127.0.0.1 \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab --notebook-dir=labs --ServerApp.ip=127.0.0.1 \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lint: $(DEPS)

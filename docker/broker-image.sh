@@ -18,9 +18,9 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || PY="$(command -v python3)"
-KAFKA_VERSION="$("$PY" -c 'from deliverylab import dist; print(dist.KAFKA_VERSION)')"
-LIBS="$("$PY" -c 'from deliverylab import dist; print(dist.kafka_libs())')"
-LOG4J="$("$PY" -c 'from deliverylab import dist; print(dist.log4j_config())')"
+KAFKA_VERSION="$("$PY" -c 'from deliverylab import jars; print(jars.KAFKA_VERSION)')"
+LIBS="$("$PY" -c 'from deliverylab import jars; print(jars.kafka_libs())')"
+LOG4J="$("$PY" -c 'from deliverylab import jars; print(jars.log4j_config())')"
 IMAGE="${DELIVERYLAB_BUILD_IMAGE:-deliverylab/kafka:$KAFKA_VERSION}"
 SUITE=bookworm
 ARCH="$(dpkg --print-architecture 2>/dev/null || uname -m)"
@@ -101,7 +101,7 @@ fi
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
 cp -r "$LIBS" "$ctx/libs"
-rm -f "$ctx/libs/.complete"
+rm -f "$ctx/libs/.complete" "$ctx"/libs/.*.part
 cp "$LOG4J" "$ctx/log4j2.properties"
 echo "$ENTRY" >"$ctx/broker-entry.sh"
 # A one-node configuration from the lab's generator, to record the class archive with.

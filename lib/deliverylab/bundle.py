@@ -15,9 +15,11 @@ What the folder holds:
   and a pip upgrade work with ``--no-index``. ``--platform`` adds binary wheels for
   other machines (e.g. ``macosx_11_0_arm64``, ``win_amd64``, ``manylinux2014_aarch64``);
   pure-Python ones (pyspark included, built here) serve every platform.
-* ``cache/`` -- every completed download of the lab's cache: Kafka broker jars and
-  Spark's Kafka connector (the class archive is left out: it belongs to one JVM, and
-  ``make setup`` records a new one offline).
+* ``maven2/`` -- every pinned jar (``resources/jars.lock.json``: broker, Spark's Kafka
+  connector, tools, Connect, JDBC drivers) in a Maven repository's layout, so that
+  ``install`` is the ordinary download from a ``file://`` repository, checksums
+  included (the class archive is left out: it belongs to one JVM, and ``make setup``
+  records a new one offline).
 * ``images/`` (``--with-image``) -- the broker image (``docker save``), for the
   Docker path; ``install --images`` loads it.
 """
@@ -35,7 +37,8 @@ import time
 import tomllib
 from pathlib import Path
 
-from . import dist
+from . import jars
+from .download import fill
 from .errors import LabError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,13 +89,13 @@ def make(dest: Path, platforms: list[str] | None = None, python_version: str | N
                  "--python-version", python_version or f"{sys.version_info[0]}."
                  f"{sys.version_info[1]}", "--implementation", "cp",
                  "--find-links", str(wheels), "--dest", str(wheels), "-r", str(req_file))
-    copied = _copy_cache(dest / "cache")
+    copied = _copy_jars(dest / "maven2")
     image = _save_image(dest / "images") if with_image else None
     manifest = {
         "made": time.strftime("%Y-%m-%d %H:%M:%S"),
         "python": platform.python_version(), "platform": platform.platform(),
         "machine": platform.machine(), "extra_platforms": platforms or [],
-        "kafka": dist.KAFKA_VERSION, "cache": copied, "image": image,
+        "kafka": jars.KAFKA_VERSION, "cache": copied, "image": image,
         "wheels": sorted(p.name for p in wheels.glob("*.whl")),
     }
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -106,26 +109,21 @@ def make(dest: Path, platforms: list[str] | None = None, python_version: str | N
         + (f" and {', '.join(platforms)}" if platforms else "") + ".\n")
     size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
     print(f"bundle: {dest} ({size / 1024**2:.0f} MB, {len(manifest['wheels'])} wheels, "
-          f"{len(copied)} jar folder(s)) in {time.monotonic() - t0:.0f}s")
+          f"{len(copied)} jars) in {time.monotonic() - t0:.0f}s")
     return dest
 
 
-def _complete_dirs(root: Path) -> list[Path]:
-    """Cache folders whose download finished (``dist.fetch_jars`` writes the marker)."""
-    return sorted(m.parent for m in root.rglob(".complete"))
-
-
-def _copy_cache(dest: Path) -> list[str]:
-    src = dist.cache_dir()
-    done = _complete_dirs(src)
-    if not any(d.name == "libs" and d.parent.name.startswith("kafka-") for d in done):
-        raise BundleError(f"the Kafka jars are not in the cache ({src}): run `make setup` "
-                          "first, online")
+def _copy_jars(dest: Path) -> list[str]:
+    """Every pinned jar, checked (downloaded if needed), into a Maven-layout folder."""
+    fill(jars.locked_components(), deep=True)
     copied = []
-    for folder in done:
-        rel = folder.relative_to(src)
-        shutil.copytree(folder, dest / rel, dirs_exist_ok=True)
-        copied.append(str(rel))
+    for comp in jars.locked_components():
+        for jar in jars.pinned(comp):
+            target = dest / jar.path
+            if not (target.exists() and target.stat().st_size == jar.size):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(jars.component_dir(comp) / jar.name, target)
+            copied.append(jar.path)
     return copied
 
 
@@ -143,27 +141,22 @@ def _save_image(dest: Path) -> str:
 
 
 def install(src: Path, images: bool = False) -> list[str]:
-    """Put the bundle's jars into this machine's cache (and load its image if asked)."""
+    """Put the bundle's jars into this machine's cache (and load its image if asked).
+
+    The same code path as an online set-up, with the bundle as the repository: each
+    file is checked against this lab's pins, so a bundle from another lab version is
+    noticed (the missing or different file is named) rather than half-used.
+    """
     if not (src / "manifest.json").exists():
         raise BundleError(f"{src} is not a lab bundle (no manifest.json): make one with "
                           "`make bundle` on a machine that is online")
-    cache = dist.cache_dir()
-    installed = []
-    for folder in _complete_dirs(src / "cache"):
-        rel = folder.relative_to(src / "cache")
-        target = cache / rel
-        if (target / ".complete").exists():
-            continue
-        if target.exists():
-            shutil.rmtree(target)
-        # Copy beside, then rename: an interrupted copy is never taken for a full one.
-        partial = target.with_name(target.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(folder, partial)
-        partial.rename(target)
-        installed.append(str(rel))
-    print(f"bundle: {len(installed)} jar folder(s) installed into {cache}"
-          + (f" ({', '.join(installed)})" if installed else " (all already there)"))
+    if not (src / "maven2").is_dir():
+        raise BundleError(f"{src} was made by an older version of the lab (no maven2/ "
+                          "folder): make it again with `make bundle`")
+    got = fill(jars.locked_components(), deep=True, repo=(src / "maven2").resolve().as_uri())
+    installed = [p.name for p in got]
+    print(f"bundle: {len(installed)} jar(s) installed into {jars.cache_dir()}"
+          + ("" if installed else " (all already there)"))
     tar = src / "images" / "broker.tar"
     if images and tar.exists():
         from .cluster import docker as dk

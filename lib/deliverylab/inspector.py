@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 
-from . import clients, dist, readers
+from . import clients, jars, readers
 from .errors import JarsUnavailable, bad_value
 from .history import History, Op, Read
 from .java import find_java, java_home
@@ -74,19 +74,13 @@ def _alive(spark: SparkSession | None) -> bool:
 
 
 def _connector_jars() -> list[Path]:
-    """The cached connector jars; fetch them (once, online) only if the cache is empty."""
+    """The pinned connector jars; fetched (once, online) only if the cache lacks them."""
     try:
-        jars = dist.spark_connector_jars(fetch=False)
+        return jars.spark_connector_jars(fetch=False)
     except JarsUnavailable:
-        _say("Spark's Kafka connector is not cached yet: fetching it from Maven Central "
+        _say("Spark's Kafka connector is not cached yet: downloading its pinned jars "
              "(first time only, needs the network)...")
-        jars = dist.spark_connector_jars(fetch=True)
-    if not any(j.name.startswith("spark-sql-kafka-0-10") for j in jars):
-        raise JarsUnavailable(
-            f"the cache holds no spark-sql-kafka-0-10 jar ({', '.join(j.name for j in jars)}"
-            f" found in {dist.cache_dir()}): run `make setup` (or "
-            "`python -m deliverylab.setup`) while online")
-    return jars
+        return jars.spark_connector_jars(fetch=True)
 
 
 # Spark's driver log, cut to errors: its start-up warnings (hostname, native Hadoop,
@@ -104,7 +98,7 @@ rootLogger.appenderRef.err.ref = ERR
 
 
 def _log_config() -> Path:
-    path = dist.cache_dir() / "inspector-log4j2.properties"
+    path = jars.cache_dir() / "inspector-log4j2.properties"
     if not path.exists() or path.read_text() != _LOG4J2:
         path.write_text(_LOG4J2)
     return path

@@ -10,13 +10,11 @@ broker's jars (the tool behind ``bin/kafka-dump-log.sh``). Introduced in
 from __future__ import annotations
 
 import re
-import subprocess
 from typing import TYPE_CHECKING, Any
 
-from . import dist
+from . import tools
 from . import values as V
 from .errors import LabError, bad_value
-from .java import find_java
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,16 +43,8 @@ def dump_segments(cluster: Any, topic: str, partition: int = 0,
     if not files:
         raise bad_value("topic/partition", f"{topic}/{partition}",
                         f"a partition with a replica on broker {node} (no segment in {folder})")
-    cmd = [find_java(), "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-           "-cp", f"{dist.kafka_libs()}/*", f"-Dlog4j2.configurationFile={dist.log4j_config()}",
-           "kafka.tools.DumpLogSegments", "--print-data-log",
-           "--files", ",".join(str(f) for f in files)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-    if done.returncode != 0:
-        raise LabError(f"DumpLogSegments failed (exit code {done.returncode}): "
-                       f"{done.stderr.strip()[-500:]}")
-    return done.stdout
+    return tools.run("kafka-dump-log", "--print-data-log",
+                     "--files", ",".join(str(f) for f in files), timeout=timeout)
 
 
 def parse_segments(text: str) -> list[dict[str, Any]]:

@@ -1,16 +1,23 @@
 """``python -m deliverylab.setup``: fill the cache so later runs work offline.
 
-Called by ``make setup`` (and so by ``make lab`` and ``make test``). Idempotent: a
-second run finds the markers and downloads nothing.
+Called by ``make setup`` (and so by ``make lab`` and ``make test``). Needs no Maven:
+the pinned jars (:mod:`deliverylab.jars`) are downloaded and checked against their
+sha256 (:mod:`deliverylab.download`). Idempotent: a second run checks the checksums
+and downloads nothing.
+
+    python -m deliverylab.setup                      # every component
+    python -m deliverylab.setup --components kafka spark-kafka
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 import time
 
-from . import dist
+from . import jars
+from .download import fill
 from .errors import LabError
 from .java import find_java
 
@@ -51,18 +58,23 @@ def build_class_archive() -> None:
         print("broker class archive: the JVM wrote none; brokers will start without it")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deliverylab.setup")
+    parser.add_argument("--components", nargs="+", default=list(jars.DEFAULT_COMPONENTS),
+                        choices=list(jars.COMPONENTS), help="jar sets to fill (default: all)")
+    parser.add_argument("--no-archive", action="store_true",
+                        help="do not record the broker class archive (starts a broker)")
+    args = parser.parse_args(argv)
     try:
         print(f"java: {find_java()}")
-        for what, get in (("Kafka broker", dist.kafka_libs),
-                          ("Spark Kafka connector", dist.spark_connector_jars)):
-            t0 = time.monotonic()
-            print(f"{what}: resolving...", flush=True)
-            result = get()
-            where = result if not isinstance(result, list) else (
-                result[0].parent if result else "pyspark's own jars")
-            print(f"{what}: ready in {where} ({time.monotonic() - t0:.1f}s)")
-        build_class_archive()
+        t0 = time.monotonic()
+        got = fill(args.components)
+        for comp in args.components:
+            print(f"{jars.COMPONENTS[comp].what}: ready in {jars.component_dir(comp)}")
+        print(f"jars: {len(got)} downloaded, all checksums match the pins "
+              f"({time.monotonic() - t0:.1f}s)")
+        if "kafka" in args.components and not args.no_archive:
+            build_class_archive()
     except LabError as exc:
         print(f"setup failed: {exc}", file=sys.stderr)
         return 1

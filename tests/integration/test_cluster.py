@@ -250,22 +250,6 @@ def test_old_java_says_so(tmp_path):
     assert f"{fake} (version 8)" in proc.stderr
 
 
-def test_jars_not_fetchable_names_what_was_tried(tmp_path):
-    env = {**os.environ, "DELIVERYLAB_CACHE": str(tmp_path / "cache")}
-    proc = run_python("from deliverylab import dist; dist.kafka_libs('0.0.0-no-such-version')",
-                      env)
-    assert proc.returncode != 0
-    assert "JarsUnavailable: could not fetch the Kafka 0.0.0-no-such-version broker jars" \
-        in proc.stderr
-    assert "maven:" in proc.stderr and "ivy:" in proc.stderr
-
-
-def test_kafka_home_without_jars_is_refused(tmp_path):
-    env = {**os.environ, "KAFKA_HOME": str(tmp_path)}
-    proc = run_python("from deliverylab import dist; dist.kafka_libs()", env)
-    assert "has no libs/kafka_*.jar" in proc.stderr
-
-
 def test_port_taken_is_named():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -26,7 +26,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from deliverylab import dist
+from deliverylab import jars
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.cluster import docker as dk
@@ -333,7 +333,7 @@ def test_compose_file_runs_the_same_configuration(broker_image):
         assert (DOCKER_DIR / "config" / name).read_text() == text, \
             f"docker/config/{name} is stale: run `python -m deliverylab.cluster.docker`"
     text = (DOCKER_DIR / "compose.yml").read_text()
-    assert f"apache/kafka:{dist.KAFKA_VERSION}" in text
+    assert f"apache/kafka:{jars.KAFKA_VERSION}" in text
     project = f"deliverylab-test-{uuid.uuid4().hex[:6]}"
     base = [*compose, "-f", str(DOCKER_DIR / "compose.yml"), "-p", project]
     env = {**os.environ, dk.IMAGE_ENV: broker_image}

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from deliverylab import bundle, dist, doctor
+from deliverylab import doctor, jars
 from deliverylab.cluster import docker as dk
 from deliverylab.cluster.properties import ClusterSpec, NodePorts, server_properties
 from deliverylab.errors import JavaNotFound
@@ -31,7 +31,7 @@ def empty_cache(tmp_path, monkeypatch) -> Path:
 def test_every_check_says_pass_warn_or_fail_with_a_fix():
     results = doctor.run()
     names = {r.name for r in results}
-    assert {"python", "java", "memory", "ports", "kafka jars", "spark connector"} <= names
+    assert {"python", "java", "memory", "ports", "kafka jars", "spark-kafka jars"} <= names
     for r in results:
         assert r.status in ("PASS", "WARN", "FAIL")
         assert r.status == "PASS" or r.fix, f"{r.name} fails without saying how to fix it"
@@ -63,9 +63,22 @@ def test_missing_java_fails_with_the_install_line(monkeypatch):
 def test_empty_cache_fails_and_names_make_setup(empty_cache):
     checks = {c.name: c for c in doctor.check_caches()}
     assert checks["kafka jars"].status == "FAIL"
-    assert checks["spark connector"].status == "FAIL"
+    assert checks["spark-kafka jars"].status == "FAIL"
     assert "make setup" in checks["kafka jars"].fix and "BUNDLE=" in checks["kafka jars"].fix
+    assert f"{jars.pinned('kafka')[0].name} (missing)" in checks["kafka jars"].detail
     assert checks["class archive"].status == "WARN"
+
+
+def test_corrupt_and_missing_jars_are_named(empty_cache):
+    """A jar of the right size but other bytes (a disk error, a bad copy) is caught."""
+    folder = jars.component_dir("jdbc")
+    folder.mkdir(parents=True)
+    first, *rest = jars.pinned("jdbc")
+    (folder / first.name).write_bytes(b"\0" * first.size)
+    check = {c.name: c for c in doctor.check_caches()}["jdbc jars"]
+    assert check.status == "WARN"  # chapters without a database still run
+    assert f"{first.name} (corrupt: checksum differs from the pin)" in check.detail
+    assert f"{rest[0].name} (missing)" in check.detail
 
 
 def test_main_prints_one_line_per_check_and_a_verdict(capsys, monkeypatch):
@@ -81,48 +94,6 @@ def test_docker_check_without_a_docker_command(monkeypatch):
     monkeypatch.setattr(doctor.shutil, "which", lambda name: None)
     (check,) = doctor.check_docker()
     assert check.status == "FAIL" and "local backend" in check.fix
-
-
-# ----------------------------------------------------------------------- bundle
-def test_requirements_come_from_pyproject():
-    reqs = bundle.requirements()
-    assert any(r.startswith("confluent-kafka") for r in reqs)
-    assert any(r.startswith("pytest") for r in reqs)  # dev extras: `make setup` installs them
-
-
-def test_install_copies_completed_jar_folders_once(empty_cache, tmp_path):
-    src = tmp_path / "bundle"
-    libs = src / "cache" / f"kafka-{dist.KAFKA_VERSION}" / "libs"
-    libs.mkdir(parents=True)
-    (libs / "kafka_2.13-x.jar").write_bytes(b"jar")
-    (libs / ".complete").write_text("done")
-    half = src / "cache" / "half-done"
-    half.mkdir()
-    (half / "a.jar").write_bytes(b"jar")  # no marker: never installed
-    (src / "manifest.json").write_text(json.dumps({"kafka": dist.KAFKA_VERSION}))
-    assert bundle.install(src) == [f"kafka-{dist.KAFKA_VERSION}/libs"]
-    assert dist.kafka_libs(fetch=False) == empty_cache / f"kafka-{dist.KAFKA_VERSION}" / "libs"
-    assert not (empty_cache / "half-done").exists()
-    assert bundle.install(src) == []  # idempotent
-
-
-def test_install_refuses_a_folder_that_is_not_a_bundle(tmp_path):
-    with pytest.raises(bundle.BundleError, match="make bundle"):
-        bundle.install(tmp_path)
-
-
-def test_make_refuses_an_empty_cache(empty_cache, tmp_path):
-    with pytest.raises(bundle.BundleError, match="make setup"):
-        bundle._copy_cache(tmp_path / "out")
-
-
-def test_makefile_installs_offline_from_a_bundle():
-    out = subprocess.run(["make", "-n", "-B", "setup", "BUNDLE=/b"], cwd=ROOT,
-                         capture_output=True, text=True).stdout
-    assert "deliverylab.bundle install /b" in out
-    env = subprocess.run(["make", "-n", "-p", "setup", "BUNDLE=/b"], cwd=ROOT,
-                         capture_output=True, text=True).stdout
-    assert "PIP_NO_INDEX := 1" in env and "PIP_FIND_LINKS := /b/wheels" in env
 
 
 # ---------------------------------------------------------------------- compose
@@ -147,7 +118,7 @@ def test_committed_compose_config_is_the_generators_output():
 
 def test_compose_pins_the_local_backends_kafka_version():
     text = (ROOT / "docker" / "compose.yml").read_text()
-    assert f"${{{dk.IMAGE_ENV}:-apache/kafka:{dist.KAFKA_VERSION}}}" in text
+    assert f"${{{dk.IMAGE_ENV}:-apache/kafka:{jars.KAFKA_VERSION}}}" in text
     assert '"127.0.0.1:' in text  # JupyterLab published on loopback only
 
 

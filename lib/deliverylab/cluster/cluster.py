@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .. import dist
+from .. import jars
 from ..clients import config
 from ..errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning, bad_value
 from . import quorum as kraft
@@ -133,7 +133,7 @@ class Cluster:
     def __init__(self, brokers: int = 3, backend: str = "local", proxy: bool = False,
                  base_port: int | None = None, data_dir: str | Path | None = None,
                  keep_data: bool = False, overrides: dict[str, Any] | None = None,
-                 ready_timeout: float = 90.0, kafka_version: str = dist.KAFKA_VERSION,
+                 ready_timeout: float = 90.0, kafka_version: str = jars.KAFKA_VERSION,
                  jvm_opts: list[str] | None = None, allow_quorum_loss: bool = False) -> None:
         if not isinstance(brokers, int) or not 1 <= brokers <= 5:
             raise bad_value("brokers", brokers, "a whole number from 1 to 5")
@@ -590,6 +590,21 @@ class Cluster:
     def logs(self, node: int, lines: int = 50) -> str:
         """The last ``lines`` lines of a node's broker log."""
         return tail(self.log_path(node), lines)
+
+    # ------------------------------------------------------------- Kafka's tools
+    def tool_command(self, name: str, *args: str) -> str:
+        """The shell line to run Kafka's tool ``name`` (e.g. ``"kafka-topics"``) against
+        this cluster, to paste in a terminal; on the direct listeners, so fault proxies
+        never hide the answer. ``cluster.tool(...)`` runs it (see deliverylab.tools)."""
+        from ..tools import command_line
+
+        return command_line(name, *args, bootstrap=self.direct_bootstrap_servers)
+
+    def tool(self, name: str, *args: str, timeout: float = 120.0) -> str:
+        """Run :meth:`tool_command` and return the tool's standard output."""
+        from ..tools import run
+
+        return run(name, *args, bootstrap=self.direct_bootstrap_servers, timeout=timeout)
 
 
 @atexit.register

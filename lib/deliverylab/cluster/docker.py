@@ -42,7 +42,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from .. import dist
+from .. import jars
 from ..errors import BrokerExited, LabError, PortTaken
 from .local import BROKER_JVM_OPTS, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
 from .properties import ClusterSpec, NodePorts, render, server_properties
@@ -80,17 +80,17 @@ class DockerUnavailable(LabError):
     """No Docker engine answers, or the broker image is not there."""
 
 
-def default_image(kafka_version: str = dist.KAFKA_VERSION) -> str:
+def default_image(kafka_version: str = jars.KAFKA_VERSION) -> str:
     """``$DELIVERYLAB_KAFKA_IMAGE``, else the official image of the local backend's Kafka."""
     return os.environ.get(IMAGE_ENV) or f"apache/kafka:{kafka_version}"
 
 
-def built_image(kafka_version: str = dist.KAFKA_VERSION) -> str:
+def built_image(kafka_version: str = jars.KAFKA_VERSION) -> str:
     """The image ``docker/broker-image.sh`` builds when no registry is reachable."""
     return f"deliverylab/kafka:{kafka_version}"
 
 
-def resolve_image(kafka_version: str = dist.KAFKA_VERSION) -> str:
+def resolve_image(kafka_version: str = jars.KAFKA_VERSION) -> str:
     """The image to run: the variable if set, else apache/kafka if pulled, else the lab's
     own build if there is one (so an offline classroom needs no variable), else
     apache/kafka (whose absence the error then names)."""
@@ -142,7 +142,7 @@ def image_present(image: str) -> bool:
     return _docker("image", "inspect", image, check=False).returncode == 0
 
 
-def usable(kafka_version: str = dist.KAFKA_VERSION) -> bool:
+def usable(kafka_version: str = jars.KAFKA_VERSION) -> bool:
     """Engine answers *and* the broker image is there: ``auto`` never pulls in class."""
     return engine_answers() and image_present(resolve_image(kafka_version))
 
@@ -160,7 +160,7 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, workdir: Path, kafka_version: str = dist.KAFKA_VERSION,
+    def __init__(self, workdir: Path, kafka_version: str = jars.KAFKA_VERSION,
                  jvm_opts: list[str] | None = None, image: str | None = None) -> None:
         self.workdir = workdir
         self.docker = docker_cli()
@@ -257,7 +257,7 @@ class DockerBackend:
         # Copied in, not bind-mounted: works with remote engines and Docker Desktop alike.
         files = {"server.properties": props.encode(),
                  "cluster.id": spec.cluster_id.encode(),
-                 "log4j2.properties": dist.log4j_config().read_bytes(),
+                 "log4j2.properties": jars.log4j_config().read_bytes(),
                  "broker-entry.sh": ENTRY_SCRIPT.encode()}
         _docker("cp", "-", f"{name}:/etc", stdin=_tar("deliverylab", files))
 
@@ -453,7 +453,7 @@ def compose_config(brokers: int = 3) -> dict[str, str]:
     files["broker.env"] = (  # the JVM options of the local backend's brokers
         f"DELIVERYLAB_BROKER_OPTS={' '.join([*BROKER_JVM_OPTS, *CONTAINER_JVM_OPTS])}\n"
         f"DELIVERYLAB_TOOL_OPTS={' '.join(TOOL_JVM_OPTS)}\n")
-    files["log4j2.properties"] = dist.log4j_config().read_text()
+    files["log4j2.properties"] = jars.log4j_config().read_text()
     files["broker-entry.sh"] = ENTRY_SCRIPT
     return files
 

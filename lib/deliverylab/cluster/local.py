@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from .. import dist
+from .. import jars
 from ..errors import BrokerExited
 from ..java import find_java
 from .properties import ClusterSpec, render, server_properties
@@ -43,13 +43,13 @@ SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM,
            "pause": signal.SIGSTOP, "resume": signal.SIGCONT}
 
 
-def class_archive(kafka_version: str = dist.KAFKA_VERSION) -> Path:
+def class_archive(kafka_version: str = jars.KAFKA_VERSION) -> Path:
     """Where the broker's class-data-sharing archive lives (made by ``make setup``).
 
     Three broker JVMs loading ~10,000 classes each on two cores is most of a cluster's
     start-up; mapping them from an archive cuts the time to ready by about a third.
     """
-    return dist.cache_dir() / f"kafka-{kafka_version}" / "broker.jsa"
+    return jars.cache_dir() / f"kafka-{kafka_version}" / "broker.jsa"
 
 
 class LocalBackend:
@@ -57,11 +57,11 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, workdir: Path, kafka_version: str = dist.KAFKA_VERSION,
+    def __init__(self, workdir: Path, kafka_version: str = jars.KAFKA_VERSION,
                  jvm_opts: list[str] | None = None) -> None:
         self.workdir = workdir
         self.java = find_java()
-        self.libs = dist.kafka_libs(kafka_version)
+        self.libs = jars.kafka_libs(kafka_version)
         archive = class_archive(kafka_version)
         # -Xshare:auto (the default) falls back silently if the archive does not fit.
         shared = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
@@ -93,7 +93,7 @@ class LocalBackend:
             out = open(ndir / "format.log", "w")  # noqa: SIM115 - closed below
             formatters.append((node.node_id, out, subprocess.Popen(
                 [self.java, *self.tool_opts, "-cp", self._classpath(),
-                 f"-Dlog4j2.configurationFile={dist.log4j_config()}",
+                 f"-Dlog4j2.configurationFile={jars.log4j_config()}",
                  "kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
                  "-c", str(ndir / "server.properties"), "--ignore-formatted"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)))
@@ -113,7 +113,7 @@ class LocalBackend:
         controller_only = self.spec is not None and self.spec.roles(node_id) == "controller"
         opts = self.controller_opts if controller_only else self.broker_opts
         proc = subprocess.Popen(
-            [self.java, *opts, f"-Dlog4j2.configurationFile={dist.log4j_config()}",
+            [self.java, *opts, f"-Dlog4j2.configurationFile={jars.log4j_config()}",
              "-cp", self._classpath(), "kafka.Kafka", str(ndir / "server.properties")],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C in the notebook must not reach the brokers
