@@ -30,8 +30,9 @@ from confluent_kafka import KafkaException
 from .cluster import ready
 from .errors import LabError, QuorumWarning, bad_value
 from .faults import FAULTS, fault
+from .framing import api_key
 from .history import History
-from .proxy import AckLoss, api_key
+from .proxy import AckLoss
 
 if TYPE_CHECKING:
     from .cluster import Cluster

@@ -181,7 +181,7 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
 
 def _leader_from(body: bytes) -> int | None:
     """The leader id a DescribeQuorum v0 response names, or None on an error."""
-    from ..proxy import _uvarint  # the one varint decoder of the package
+    from ..framing import _uvarint  # the one varint decoder of the package
 
     i = 4  # correlation id
     _tags, i = _uvarint(body, i)

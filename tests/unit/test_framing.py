@@ -16,17 +16,16 @@ import time
 import pytest
 
 from deliverylab.errors import BadValue
-from deliverylab.proxy import (
+from deliverylab.framing import (
     API_KEYS,
-    AckLoss,
     FrameScanner,
     FramingError,
-    Proxy,
     api_key,
     api_name,
     parse_request_header,
     parse_response_correlation,
 )
+from deliverylab.proxy import AckLoss, Proxy
 
 # --- building frames by hand ---------------------------------------------------------
 
