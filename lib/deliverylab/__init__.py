@@ -40,7 +40,7 @@ _MODULES: dict[str, str] = {
     "plots": "",
     "widgets": "FaultPanel FaultSpec fault_buttons",
     "consoles": "TxnConsole",
-    "progress": "busy progress",
+    "progressbar": "busy progress",
     "chapter": "Chapter what_you_saw self_check",
     "params": "",
 }

@@ -25,7 +25,7 @@ from .history import History
 from .modes import DeliveryMode
 from .modes import mode as get_mode
 from .nemesis import Schedule
-from .progress import progress
+from .progressbar import progress
 
 if TYPE_CHECKING:
     from .widgets import FaultPanel
