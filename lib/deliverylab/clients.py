@@ -9,7 +9,6 @@ lab's internal clients send their logs to a Python logger instead, silent by def
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -92,13 +91,15 @@ class Recorder:
         self.pending: dict[ValueId, str | None] = {}  # handed over, not yet reported
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self.errors: list[KafkaError] = []
-        self._lock = threading.Lock()
+        # No lock: delivery callbacks run in the thread that polls or flushes, and
+        # confluent-kafka may raise a fatal error (fencing) *inside* a callback, at its
+        # first C call -- a lock taken there would stay taken forever. Dict operations
+        # are atomic under the GIL.
 
     def _report(self, vid: ValueId, txn: str | None,
                 then: Callable[[KafkaError | None, Any], None] | None) -> Callable:
         def done(err: KafkaError | None, msg: Any) -> None:
-            with self._lock:
-                self.pending.pop(vid, None)
+            self.pending.pop(vid, None)
             outcome = outcome_of(err)
             self.counts[outcome] += 1
             if err is not None:
@@ -120,8 +121,7 @@ class Recorder:
         A full local queue waits for deliveries to drain; a fencing error raised by
         ``produce()`` itself is recorded as a failed send and re-raised.
         """
-        with self._lock:
-            self.pending[vid] = txn
+        self.pending[vid] = txn
         kwargs = {} if partition is None else {"partition": partition}
         while True:
             try:
@@ -133,8 +133,7 @@ class Recorder:
             except BufferError:  # local queue full: let deliveries drain, then retry
                 producer.poll(0.1)
             except KafkaException as exc:
-                with self._lock:
-                    self.pending.pop(vid, None)
+                self.pending.pop(vid, None)
                 self.history.record(self.process, "send", "fail", [vid], topic=self.topic,
                                     txn=txn, error=exc)
                 raise
@@ -142,8 +141,7 @@ class Recorder:
     def settle(self, detail: str = "no delivery report", error: object = None) -> int:
         """Record every value still unreported as ``info`` (maybe written); returns how
         many. Call after ``flush()`` returned or raised."""
-        with self._lock:
-            left, self.pending = self.pending, {}
+        left, self.pending = self.pending, {}
         for vid, txn in left.items():
             self.history.record(self.process, "send", "info", [vid], topic=self.topic,
                                 txn=txn, detail=detail, error=error)
