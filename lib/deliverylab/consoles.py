@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import readers
-from .clients import TxnProducer
+from .clients import Fenced, TxnProducer
 from .history import History
 from .widgets import FaultSpec
 
@@ -82,10 +82,18 @@ class TxnConsole:
                 "press Zombie writes to let it try to write")
 
     def old_write(self) -> str:
-        """Let the most recently fenced producer try to write: it must fail."""
+        """Let the most recently fenced producer try to write: it must fail.
+
+        The refusal is the lesson, so it is this button's result, not an error; a write
+        that got through would be the surprise, and says so.
+        """
         if not self.fenced:
             return "no fenced producer yet: press Start a twin first"
-        return self.fenced[-1].write()
+        try:
+            done = self.fenced[-1].write()
+        except Fenced as exc:
+            return f"refused, as it must be: {exc}"
+        return f"ACCEPTED -- the fenced producer was not fenced: {done}"
 
     def specs(self) -> list[FaultSpec]:
         return [
