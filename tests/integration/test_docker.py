@@ -209,7 +209,10 @@ class TestCluster:
             info = inspect(cluster.backend.container(node.node_id))
             assert info["Config"]["Labels"][dk.LABEL] == project
             bindings = info["HostConfig"]["PortBindings"]
-            published = [p for p in (node.client, getattr(node, "direct", None)) if p]
+            # Client ports, and the CONTROLLER port of voters (Cluster.quorum() asks it).
+            voter = "controller" in cluster.spec.roles(node.node_id)
+            published = [p for p in (node.client, getattr(node, "direct", None),
+                                     node.controller if voter else None) if p]
             assert bindings == {f"{p}/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(p)}]
                                 for p in published}
             assert set(info["NetworkSettings"]["Networks"]) == {cluster.backend.peers,
