@@ -152,7 +152,7 @@ class Nemesis:
         #: (followers paused, leader killed) times per isolation: while both held, the
         #: leader alone acknowledged writes.
         self.windows: list[tuple[float, float, str]] = []
-        self._isolated: dict[tuple[str, int], tuple[int, float]] = {}
+        self._isolated: dict[tuple[str, int], tuple[int, float, list[int]]] = {}
         self._topics: set[str] = set()  # topics faults touched: heal waits for them
         self._lock = threading.RLock()  # a button and a schedule may fire together
 
@@ -259,7 +259,7 @@ class Nemesis:
                 warnings.simplefilter("ignore", QuorumWarning)
                 for node in followers:
                     self.cluster.pause(node, allow_quorum_loss=True)
-            self._isolated[(topic, partition)] = (leader, t)
+            self._isolated[(topic, partition)] = (leader, t, followers)
             return self._record(
                 "pause_followers", {"topic": topic, "partition": partition}, t,
                 f"paused brokers {followers} (followers of {topic}/{partition}); broker "
@@ -280,6 +280,7 @@ class Nemesis:
                    if self.cluster.leader(topic, p) == leader}
             paused = self.pause_followers(topic, partition)
             since = paused.time
+            followers = self._isolated[(topic, partition)][2]
             end = time.monotonic() + hold
             while time.monotonic() < end and not any(
                     op.topic == topic for op in self.history
@@ -287,7 +288,6 @@ class Nemesis:
                     and op.partition in led):
                 time.sleep(0.05)
             time.sleep(0.2)
-            followers = [n for n, s in self.cluster.status().items() if s == "paused"]
             try:
                 killed = self.kill_leader(topic, partition)
             finally:

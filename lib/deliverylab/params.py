@@ -108,12 +108,9 @@ def names(name: str, value: Any, choices: tuple[str, ...]) -> list[Any]:
     for item in items:
         label = item.get("fault") if isinstance(item, Mapping) else item
         if label not in choices:
-            known = "" if label in FAULTS or not isinstance(label, str) else \
-                f" (a fault of the registry: {', '.join(FAULTS)}; this chapter's: "
-            accepted = "items from " + ", ".join(choices)
-            if known:
-                accepted += known + ", ".join(choices) + ")"
-            raise bad_value(f"{name} item", label, accepted)
+            other = (" (a fault of the registry, but not a button of this chapter)"
+                     if label in FAULTS else "")
+            raise bad_value(f"{name} item", label, "items from " + ", ".join(choices) + other)
     return items
 
 
