@@ -50,8 +50,10 @@ test: setup lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Every chapter headless (papermill) into results/course/ + HTML, then one summary table.
+# BACKEND=docker runs every chapter's brokers in containers, BACKEND=local as JVMs.
+BACKEND ?=
 course: setup
-	$(BIN)/python -m deliverylab.course --out results/course
+	$(BIN)/python -m deliverylab.course --out results/course $(if $(BACKEND),--backend $(BACKEND))
 
 # The full anomaly matrix (a benchmark: hours on 2 cores); SEEDS/VALUES shrink it.
 SEEDS  ?= 20

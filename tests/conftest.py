@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from deliverylab.cluster import Cluster
+from deliverylab.cluster import docker as dk
 from deliverylab.nemesis import Nemesis
 
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "test-artifacts")
+DOCKER_DIR = Path(__file__).resolve().parents[1] / "docker"
 
 
 def heal(cluster: Cluster) -> None:
@@ -43,3 +48,44 @@ def topic_name() -> str:
 def artifacts() -> str:
     os.makedirs(ARTIFACTS, exist_ok=True)
     return ARTIFACTS
+
+
+# --- Docker: an engine and the broker image, made to exist once per session ----------
+
+
+def _script(name: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(DOCKER_DIR / name)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHON": sys.executable})
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+@pytest.fixture(scope="session")
+def engine() -> str:
+    """A Docker engine that answers, started here if need be; skip only if it cannot."""
+    proc = _script("engine.sh", timeout=600)
+    if proc.returncode != 0:
+        pytest.skip(_last_line(proc.stderr or proc.stdout))
+    return _last_line(proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def broker_image(engine: str) -> Iterator[str]:
+    """The broker image: ``$DELIVERYLAB_KAFKA_IMAGE`` or apache/kafka if there, else the
+    lab's own from ``docker/broker-image.sh`` (a no-op when its inputs are unchanged; the
+    root filesystem is cached, so only the first run on a machine takes minutes)."""
+    image = os.environ.get(dk.IMAGE_ENV) or dk.default_image()
+    if not dk.image_present(image):
+        proc = _script("broker-image.sh", timeout=1800)
+        assert proc.returncode == 0, f"building the broker image failed: {proc.stderr[-2000:]}"
+        image = _last_line(proc.stdout)
+    old = os.environ.get(dk.IMAGE_ENV)
+    os.environ[dk.IMAGE_ENV] = image
+    yield image
+    if old is None:
+        os.environ.pop(dk.IMAGE_ENV, None)
+    else:
+        os.environ[dk.IMAGE_ENV] = old

@@ -34,7 +34,7 @@ _MODULES: dict[str, str] = {
     "checker": "check lost aborted_reads",
     "modes": "AT_MOST_ONCE AT_LEAST_ONCE IDEMPOTENT TRANSACTIONAL MODES mode",
     "scenario": "Scenario stall_takeover",
-    "recipes": "lost_ack_duplicate acked_then_lost",
+    "recipes": "lost_ack_duplicate acked_then_lost partitioned_leader",
     "inspector": "Inspector",
     "segments": "log_batches producer_summary",
     "plots": "",

@@ -7,6 +7,10 @@ HTML rendering into ``DIR``, and prints one table: chapter, claim, observed coun
 pass/fail and time taken, read from the results file each chapter writes. It exits
 non-zero if any chapter failed, so CI can run it as is.
 
+``--backend docker`` (``make course BACKEND=docker``) runs every chapter's brokers in
+containers, ``--backend local`` as local JVM processes; by default each chapter picks
+(``auto``).
+
 ``--small`` passes smaller parameters (fewer values, faster streams, shorter timeouts):
 the same claims, in the least time the claims allow. The test suite uses it.
 """
@@ -248,6 +252,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--labs", type=Path, default=None,
                         help="folder holding the chapter notebooks (default: labs/)")
     parser.add_argument("--no-html", action="store_true", help="skip the HTML rendering")
+    parser.add_argument("--backend", choices=("auto", "docker", "local"), default=None,
+                        help="where every chapter's brokers run (default: each chapter's "
+                             "own, 'auto': containers when Docker can)")
     parser.add_argument("--kernel", default=None,
                         help="Jupyter kernel name (default: the notebooks' own)")
     return parser.parse_args(argv)
@@ -267,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, chapter in enumerate(chapters, 1):
         print(f"[course] {i}/{len(chapters)} {chapter} ...", flush=True)
         run = run_chapter(chapter, args.out, labs, small=args.small, html=not args.no_html,
-                          kernel=args.kernel)
+                          kernel=args.kernel,
+                          extra={"backend": args.backend} if args.backend else None)
         print(f"[course] {chapter}: {'PASS' if run.passed else 'FAIL'} in "
               f"{run.wall_seconds:.0f} s" + (f" ({run.error})" if run.error else ""),
               flush=True)

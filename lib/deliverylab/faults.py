@@ -45,6 +45,9 @@ class Fault:
     kind: str  # "cluster" (the Nemesis does it) or "client" (the client does it)
     scenario: bool = False
     permits: frozenset[str] = frozenset()
+    #: What the fault needs beyond a running cluster: "docker" for what only containers
+    #: can do (cut a broker's network); a button on other clusters says why it is absent.
+    needs: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in ("cluster", "client"):
@@ -79,6 +82,9 @@ FAULTS: dict[str, Fault] = _faults(
     Fault("partition_client", "Cut clients off",
           "the broker's proxy lets nothing through: clients see silence, replication "
           "goes on", "cluster"),
+    Fault("partition_leader", "Partition leader",
+          "cut the partition's leader off from the other brokers (its container leaves "
+          "their network); clients still reach it", "cluster", needs="docker"),
     Fault("delay_client", "Delay clients",
           "delay every byte between clients and one broker", "cluster"),
     Fault("heal", "Heal", "resume paused brokers, restart dead ones, heal the proxies",

@@ -265,6 +265,39 @@ class Nemesis:
                 f"paused brokers {followers} (followers of {topic}/{partition}); broker "
                 f"{leader} now acknowledges writes nobody copies", leader)
 
+    def unavailable(self, name: str) -> str | None:
+        """Why fault ``name`` cannot run on this cluster, or None when it can: the
+        reason a button shows instead of pretending to work."""
+        if fault(name).needs != "docker":
+            return None
+        if not hasattr(self.cluster.backend, "partition"):
+            return (f"{name} needs containers: a network partition cuts one broker's "
+                    "network, and local brokers share the host's loopback (this cluster "
+                    f"is backend={self.cluster.backend_name!r}; start it with "
+                    "backend='docker')")
+        if self.cluster.size < 3:
+            return (f"{name} needs a leader with followers to cut it off from: this "
+                    f"cluster has {self.cluster.size} broker(s), start it with brokers=3")
+        return None
+
+    def partition_leader(self, topic: str, partition: int = 0) -> FaultRecord:
+        """Cut the broker leading ``topic``/``partition`` off from the other brokers.
+
+        A real partition (containers): replication and the controller quorum lose it,
+        clients do not. It keeps believing it leads until the partition heals, so with
+        ``acks=1`` it acknowledges writes the new leader never gets.
+        """
+        with self._lock:
+            why = self.unavailable("partition_leader")
+            if why:
+                raise NemesisError(why)
+            t = self.now()
+            leader = self._leader(topic, partition)
+            self.cluster.partition(leader)
+            return self._record("partition_leader", {"topic": topic, "partition": partition},
+                                t, f"cut broker {leader}, leader of {topic}/{partition}, off "
+                                "from the other brokers (clients still reach it)", node=leader)
+
     def isolate_leader(self, topic: str, partition: int = 0,
                        hold: float = 1.5) -> FaultRecord:
         """Pause the followers, let the leader acknowledge writes only it has, kill it,
@@ -364,7 +397,8 @@ class Nemesis:
         """
         with self._lock:
             t = self.now()
-            for node in list(getattr(self.cluster, "partitioned", ())):
+            rejoined = sorted(getattr(self.cluster, "partitioned", ()))
+            for node in rejoined:
                 self.cluster.heal_partition(node)
             for proxy in self.cluster.proxies.values():
                 proxy.heal()
@@ -378,9 +412,9 @@ class Nemesis:
                     self.cluster.restart(node)
                     restarted.append(node)
             self._isolated.clear()
-            if resumed or restarted:
+            if resumed or restarted or rejoined:
                 wait_whole(self.cluster, sorted(self._topics))
-            parts = []
+            parts = [f"reconnected {rejoined}"] if rejoined else []
             if resumed:
                 parts.append(f"resumed {resumed}")
             if restarted:

@@ -30,8 +30,9 @@ LIST_FORMS = "-p {name} '[\"{example}\"]' or -y '{name}: [{example}]'"
 class Spec:
     """One parameter: its kind and what is accepted.
 
-    ``kind`` is ``int``, ``float``, ``path`` or ``names`` (a list whose items must be
-    in ``choices``: a chapter's fault buttons, or its console actions).
+    ``kind`` is ``int``, ``float``, ``path``, ``choice`` (one of ``choices``) or
+    ``names`` (a list whose items must be in ``choices``: a chapter's fault buttons, or
+    its console actions).
     """
 
     kind: str
@@ -48,9 +49,13 @@ class Spec:
             if not isinstance(value, str) or not value.strip() or "\n" in value:
                 raise bad_value(name, value, "a file path, e.g. 'results/out.json'")
             return value
+        if self.kind == "choice":
+            if value not in self.choices:
+                raise bad_value(name, value, "one of " + ", ".join(map(repr, self.choices)))
+            return value
         if self.kind == "names":
             return names(name, value, self.choices)
-        raise bad_value("kind", self.kind, "int, float, path or names")
+        raise bad_value("kind", self.kind, "int, float, path, choice or names")
 
 
 def _number(name: str, value: Any, low: float | None, high: float | None,
@@ -114,7 +119,12 @@ def names(name: str, value: Any, choices: tuple[str, ...]) -> list[Any]:
     return items
 
 
+#: Where a chapter's brokers run (``Cluster(backend=...)``): containers when a Docker
+#: engine answers and the broker image is there, else local JVM processes.
+BACKEND = Spec("choice", choices=("auto", "docker", "local"))
+
 _COMMON = {
+    "backend": BACKEND,
     "brokers": Spec("int", 1, 5),
     "seed": Spec("int", 0, 2**31 - 1),
     "results_path": Spec("path"),
@@ -129,10 +139,11 @@ SPECS: dict[str, dict[str, Spec]] = {
                 "faults": Spec("names", choices=("kill_leader", "heal"))},
     "01_at_most_once": {
         **_COMMON, "brokers": Spec("int", 3, 5),
-        "faults": Spec("names", choices=("pause_followers", "kill_leader", "heal")),
+        "faults": Spec("names", choices=("pause_followers", "kill_leader",
+                                         "partition_leader", "heal")),
         "scenario_values": Spec("int", 100, 100_000), "crash_values": Spec("int", 20, 100_000)},
     "02_at_least_once": {
-        **_COMMON, "faults": Spec("names", choices=("lose_ack", "heal")),
+        **_COMMON, "faults": Spec("names", choices=("lose_ack", "partition_leader", "heal")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000),
         "stall_after": Spec("int", 1, 100_000),
         "max_poll_interval_ms": Spec("int", 6000, 300_000)},
@@ -140,7 +151,7 @@ SPECS: dict[str, dict[str, Spec]] = {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "heal")),
         "values": Spec("int", 10, 100_000)},
     "04_transactions": {
-        "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
+        "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
         "results_path": _COMMON["results_path"], "partitions": Spec("int", 1, 12),
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),

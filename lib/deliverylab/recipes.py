@@ -10,6 +10,8 @@ can run it again, and with the other setting, to show the contrast.
   without idempotence, one copy with it.
 - :func:`acked_then_lost` -- a write acknowledged by a leader its followers never
   copied, then the leader dies: gone with ``acks=1``, kept with ``acks=all``.
+- :func:`partitioned_leader` -- the same broken promise from a real network partition
+  (containers only): a leader cut off from its peers acknowledges alone.
 """
 
 from __future__ import annotations
@@ -451,3 +453,115 @@ __all__ = [
     "lost_ack_duplicate",
     "read_partition",
 ]
+
+
+# --- a partitioned leader (containers) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionedLeaderResult:
+    """Evidence of one network-partition run: what the cut-off leader was sent, what the
+    producer was told, and what the partition holds once the cluster is whole again.
+
+    ``acked`` counts the values the producer was told were written; ``lost`` those of
+    them the healed partition does not hold. With ``acks=1`` the old leader acknowledges
+    alone, and its log is truncated when it rejoins: ``lost == acked``. With ``acks=all``
+    (``min.insync.replicas=2``) it cannot, the producer retries on the new leader, and
+    nothing acknowledged is lost.
+    """
+
+    topic: str
+    acks: str
+    sent: tuple[str, ...]
+    acked: tuple[str, ...]
+    lost: tuple[str, ...]
+    copies: dict[str, int]
+    old_leader: int
+    new_leader: int
+    errors: tuple[str, ...]
+    phases: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def __str__(self) -> str:
+        return (f"acks={self.acks}: {len(self.sent)} value(s) sent to broker "
+                f"{self.old_leader}, cut off from its peers; {len(self.acked)} acknowledged; "
+                f"broker {self.new_leader} took over; after the heal {len(self.lost)} "
+                "acknowledged value(s) are missing from the partition")
+
+
+def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count: int = 5,
+                       timeout: float = 90.0) -> PartitionedLeaderResult:
+    """Cut a partition's leader off from the other brokers, write to it, heal, look.
+
+    Only containers can do this (:meth:`~deliverylab.cluster.Cluster.partition`: the
+    engine drops the node's packets to its peers, while clients still reach it):
+
+    1. A ``before`` value is written and replicated to the whole ISR (control).
+    2. The leader is cut off. Nothing can copy from it now, and it cannot reach the
+       controller quorum either, so it can neither shrink the ISR nor learn that it was
+       replaced: it still believes it leads.
+    3. ``count`` values are produced at once, through it (the producer's metadata
+       still names it). With ``acks=1`` it acknowledges each alone. With ``acks=all``
+       it waits for followers that cannot fetch: no acknowledgement, and the producer
+       retries until its metadata names the new leader.
+    4. On the majority side the controller fences the silent broker and elects a
+       follower -- whose log ends at ``before``.
+    5. The partition heals, the old leader learns the new epoch and truncates its log
+       to the new leader's: what it alone acknowledged is gone.
+    """
+    acks_text = _acks_setting(acks)
+    if cluster.size < 3:
+        raise bad_value("cluster", f"{cluster.size} broker(s)",
+                        "a cluster of at least 3 brokers (a leader and two followers)")
+    if not isinstance(count, int) or not 1 <= count <= 1000:
+        raise bad_value("count", count, "a whole number from 1 to 1000")
+    if not hasattr(cluster.backend, "partition"):
+        raise bad_value("backend", cluster.backend_name,
+                        "'docker': a network partition needs containers")
+    _ensure_topic(cluster, topic, {"min.insync.replicas": 2})
+    old_leader, _ = _wait_isr_full(cluster, topic, 0, timeout)
+    producer_id = f"cut-{acks_text}-{uuid.uuid4().hex[:8]}"
+    key = values.key(producer_id)
+    producer = Producer(config(cluster.bootstrap_servers, **{
+        "enable.idempotence": False, "acks": acks_text, "linger.ms": 0,
+        "retries": 1000, "retry.backoff.ms": 200, "request.timeout.ms": 5000,
+        "message.timeout.ms": int(timeout * 1000),
+        "topic.metadata.refresh.interval.ms": 1000}))
+    before = _Send(producer, topic, values.encode(producer_id, 0), key)
+    if not before.wait(timeout) or not before.ok:
+        raise RecipeFailed(f"the control write to {topic!r} failed ({before.error_name}) "
+                           "before any fault: is the cluster healthy?")
+    _wait_high_watermark(cluster.direct_bootstrap_servers, topic, 0, before.offset, timeout)
+
+    phases = _Phases()
+    try:
+        cluster.partition(old_leader)
+        phases.mark("leader cut off")
+        sends = [_Send(producer, topic, values.encode(producer_id, i), key)
+                 for i in range(1, count + 1)]
+        if acks_text == "1":
+            for send in sends:
+                if not send.wait(10.0) or not send.ok:
+                    raise RecipeFailed(f"the cut-off leader did not acknowledge an acks=1 "
+                                       f"write ({send.error_name})")
+        phases.mark("values sent")
+
+        new_leader = cluster.wait_leader(topic, 0, exclude=(old_leader,), timeout=timeout)
+        phases.mark("new leader elected")
+        for send in sends:  # acks=all: the retries, answered by the new leader
+            send.wait(timeout)
+        producer.flush(5)
+        phases.mark("every send answered")
+    finally:
+        cluster.heal_partition(old_leader)  # whatever happened: leave a whole cluster
+    _wait_isr_full(cluster, topic, 0, timeout)
+    phases.mark("healed, old leader back in the ISR")
+    records = read_partition(cluster.direct_bootstrap_servers, topic, 0, timeout)
+    labels = [_label(raw) for _, raw in records]
+    sent = tuple(str(values.ValueId(producer_id, i)) for i in range(1, count + 1))
+    copies = {name: labels.count(name) for name in sent}
+    acked = tuple(name for name, send in zip(sent, sends, strict=True) if send.ok)
+    return PartitionedLeaderResult(
+        topic=topic, acks=acks_text, sent=sent, acked=acked,
+        lost=tuple(name for name in acked if copies[name] == 0), copies=copies,
+        old_leader=old_leader, new_leader=new_leader,
+        errors=tuple(s.error_name for s in sends if s.error_name), phases=phases.done())

@@ -289,13 +289,23 @@ class FaultPanel(W.VBox):
         self._refresh_lock = threading.Lock()
 
         self.buttons: dict[str, W.Button] = {}
+        #: Buttons this cluster cannot honour (a partition on local brokers), and why:
+        #: shown greyed out with the reason, never pretending to work.
+        self.absent: dict[str, str] = {}
+        unavailable = getattr(nemesis, "unavailable", None)
         for spec in specs:
-            button = W.Button(description=spec.label, tooltip=spec.help or spec.method_name,
-                              button_style=spec.style,
+            why = (unavailable(spec.method) if callable(unavailable)
+                   and spec.method in CLUSTER_FAULTS else None)
+            button = W.Button(description=spec.label, tooltip=why or spec.help
+                              or spec.method_name, button_style=spec.style,
+                              disabled=bool(why),
                               layout=W.Layout(width="auto", min_width="9em"))
             button.add_class("dl-fault-button")
             button.on_click(lambda _b, label=spec.label: self.press(label))
             self.buttons[spec.label] = button
+            if why:
+                self.absent[spec.label] = why
+                self.lines.append(f"{spec.label}: not on this cluster: {why}")
         self.refresh_button = W.Button(description="Refresh", icon="refresh",
                                        tooltip="read the cluster's state again",
                                        layout=W.Layout(width="auto"))
@@ -303,7 +313,7 @@ class FaultPanel(W.VBox):
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.status = W.HTML()
         self.status.add_class("dl-status")
-        self.output = W.HTML(value=_log_html([]))
+        self.output = W.HTML(value=_log_html(self.lines))
         self.output.add_class("dl-log")
         heading = W.HTML(f"<b>{html.escape(title or 'Failure buttons')}</b>"
                          + (f" &middot; topic <code>{html.escape(topic)}</code>" if topic
@@ -393,8 +403,8 @@ class FaultPanel(W.VBox):
         return dict(source)
 
     def _set_busy(self, busy: bool, line: str | None = None) -> None:
-        for button in self.buttons.values():
-            button.disabled = busy
+        for label, button in self.buttons.items():
+            button.disabled = busy or label in self.absent
         lines = self.lines + ([line] if line else [])
         self.output.value = _log_html(lines)
 

@@ -40,44 +40,6 @@ READY = 240.0  # generous: CI shares two cores with whatever else runs
 DOCKER_DIR = ROOT / "docker"
 
 
-def _script(name: str, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(DOCKER_DIR / name)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHON": sys.executable})
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
-
-
-@pytest.fixture(scope="session")
-def engine() -> str:
-    """A Docker engine that answers, started here if need be; skip only if it cannot."""
-    proc = _script("engine.sh", timeout=600)
-    if proc.returncode != 0:
-        pytest.skip(_last_line(proc.stderr or proc.stdout))
-    return _last_line(proc.stdout)
-
-
-@pytest.fixture(scope="session")
-def broker_image(engine: str) -> Iterator[str]:
-    """The broker image: ``$DELIVERYLAB_KAFKA_IMAGE`` or apache/kafka if there, else the
-    lab's own from ``docker/broker-image.sh`` (a no-op when its inputs are unchanged; the
-    root filesystem is cached, so only the first run on a machine takes minutes)."""
-    image = os.environ.get(dk.IMAGE_ENV) or dk.default_image()
-    if not dk.image_present(image):
-        proc = _script("broker-image.sh", timeout=1800)
-        assert proc.returncode == 0, f"building the broker image failed: {proc.stderr[-2000:]}"
-        image = _last_line(proc.stdout)
-    old = os.environ.get(dk.IMAGE_ENV)
-    os.environ[dk.IMAGE_ENV] = image
-    yield image
-    if old is None:
-        os.environ.pop(dk.IMAGE_ENV, None)
-    else:
-        os.environ[dk.IMAGE_ENV] = old
-
-
 @pytest.fixture(scope="class")
 def dcluster(broker_image: str) -> Iterator[Cluster]:
     """One 3-node docker cluster with fault proxies, shared by :class:`TestCluster` and
@@ -275,7 +237,7 @@ class TestCluster:
         # The majority side elects a new leader and drops the lost node from the ISR...
         new = wait_for("a new leader on the majority side",
                        lambda: (lambda v: v[0] in others and leader not in v[1] and v)(
-                           view_from(cluster, others[0], topic)))
+                           view_from(cluster, others[0], topic)), 90)
         assert new[0] != leader
         # ...while clients still reach the lost node (its answers may be stale).
         assert view_from(cluster, leader, topic)[0] >= -1
@@ -285,6 +247,31 @@ class TestCluster:
                  lambda: leader in view_from(cluster, others[0], topic)[1], 60)
         # Writes go to the new leader; everyone agrees again.
         assert produce(cluster.bootstrap_servers, topic, [b"after-heal"] * 5) == 5
+
+    @pytest.mark.parametrize("acks,lost", [(1, 4), ("all", 0)])
+    def test_a_partitioned_leader_loses_what_it_acked_alone_only_with_acks_1(
+            self, cluster, topic, acks, lost):
+        from deliverylab import recipes
+
+        result = recipes.partitioned_leader(cluster, topic, acks=acks, count=4)
+        assert len(result.acked) == 4, str(result)  # acks=all: by the new leader
+        assert len(result.lost) == lost, str(result)
+        assert result.new_leader != result.old_leader and cluster.partitioned == set()
+
+    def test_the_partition_fault_is_a_history_op_and_heal_rejoins(self, cluster, topic):
+        from deliverylab.history import History
+        from deliverylab.nemesis import Nemesis
+
+        cluster.create_topic(topic, partitions=1, config={"min.insync.replicas": 2})
+        history = History()
+        nemesis = Nemesis(cluster, history=history)
+        assert nemesis.unavailable("partition_leader") is None
+        record = nemesis.partition_leader(topic)
+        assert cluster.partitioned == {record.node}
+        healed = nemesis.heal()
+        assert f"reconnected [{record.node}]" in healed.did and cluster.partitioned == set()
+        assert [op.fault for op in history.faults()] == ["partition_leader", "heal"]
+        assert record.node in cluster.isr(topic, 0)
 
     def test_logs_come_from_the_container(self, cluster):
         assert "Kafka Server started" in cluster.log_path(1).read_text()

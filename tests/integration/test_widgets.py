@@ -15,7 +15,7 @@ import pytest
 from deliverylab.cluster import Cluster
 from deliverylab.history import History
 from deliverylab.nemesis import FaultRecord, Nemesis
-from deliverylab.widgets import FaultPanel, FaultSpec, current_leader
+from deliverylab.widgets import FaultPanel, FaultSpec, current_leader, fault_buttons
 from deliverylab.workload import ProducerWorkload
 
 
@@ -120,6 +120,26 @@ def test_a_failing_fault_is_one_readable_line(cluster, nemesis, topic):
         assert set(cluster.status().values()) == {"up"}  # nothing was harmed
         with pytest.raises(Exception, match="node=9"):
             panel.press("Kill broker 9", raise_errors=True)
+    finally:
+        panel.close()
+
+
+@pytest.mark.cluster
+def test_a_partition_button_on_local_brokers_is_greyed_out_and_says_why(cluster, topic):
+    history = History()
+    nemesis = Nemesis(cluster, history=history)
+    buttons = fault_buttons("partition_leader", "heal", topic=topic)
+    panel = FaultPanel(cluster, nemesis, buttons, topic=topic)
+    try:
+        button = panel.buttons["Partition leader"]
+        assert button.disabled and "needs containers" in button.tooltip
+        assert panel.absent == {"Partition leader": button.tooltip}
+        assert "not on this cluster" in panel.output.value
+        press = panel.press("partition_leader")  # a headless schedule that asks anyway
+        assert not press.ok and "backend='docker'" in str(press.error)
+        assert history.faults() == [] and cluster.partitioned == set()
+        panel.press("heal", raise_errors=True)  # the rest of the panel still works
+        assert button.disabled and not panel.buttons["Heal"].disabled
     finally:
         panel.close()
 

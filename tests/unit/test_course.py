@@ -101,13 +101,13 @@ def test_main_prints_the_table_and_fails_if_a_chapter_failed(tmp_path, monkeypat
     for name in ("01_a", "02_b"):
         (tmp_path / f"{name}.ipynb").write_text("{}")
 
-    def fake_run(chapter, out, labs, small, html, kernel):
-        assert small and not html
+    def fake_run(chapter, out, labs, small, html, kernel, extra):
+        assert small and not html and extra == {"backend": "docker"}
         return _run(chapter, passed=chapter == "01_a")
 
     monkeypatch.setattr(course, "run_chapter", fake_run)
     code = course.main(["--labs", str(tmp_path), "--out", str(tmp_path / "o"), "--small",
-                        "--no-html"])
+                        "--no-html", "--backend", "docker"])
     out = capsys.readouterr().out
     assert code == 1
     assert "1/2 chapters passed" in out and "01_a" in out and "02_b" in out

@@ -68,6 +68,7 @@ def test_a_list_that_is_not_a_list_shows_both_forms():
     ("brokers", 0, "from 1 to 5"), ("brokers", "three", "whole number"),
     ("rate", -1.0, "number from"), ("values", 2.5, "whole number"),
     ("results_path", "", "file path"), ("crash_after", 60, "below values"),
+    ("backend", "kubernetes", "one of 'auto', 'docker', 'local'"),
 ])
 def test_bad_numbers_and_paths_are_one_line(name, value, accepted):
     with pytest.raises(BadValue, match=accepted) as info:

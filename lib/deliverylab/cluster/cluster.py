@@ -145,6 +145,9 @@ class Cluster:
         self.quorum_plan = kraft.plan(brokers)
         self.allow_quorum_loss = allow_quorum_loss
         self.backend_name = backend
+        #: Why this backend, once started: the line a chapter prints ("Docker engine
+        #: found, image ... present → containers").
+        self.backend_reason = ""
         self.use_proxy = proxy
         self.base_port = base_port
         self.keep_data = keep_data
@@ -229,11 +232,11 @@ class Cluster:
         return self
 
     def _make_backend(self) -> Any:
-        """The backend named at construction; ``auto`` is decided here, once."""
-        if self.backend_name == "auto":
-            from .docker import usable
+        """The backend named at construction; ``auto`` is decided here, once, and the
+        reason kept in :attr:`backend_reason`."""
+        from .docker import choose
 
-            self.backend_name = "docker" if usable(self.kafka_version) else "local"
+        self.backend_name, self.backend_reason = choose(self.backend_name, self.kafka_version)
         if self.backend_name == "docker":
             from .docker import DockerBackend
 

@@ -144,7 +144,31 @@ def image_present(image: str) -> bool:
 
 def usable(kafka_version: str = jars.KAFKA_VERSION) -> bool:
     """Engine answers *and* the broker image is there: ``auto`` never pulls in class."""
-    return engine_answers() and image_present(resolve_image(kafka_version))
+    return choose("auto", kafka_version)[0] == "docker"
+
+
+def choose(backend: str, kafka_version: str = jars.KAFKA_VERSION) -> tuple[str, str]:
+    """The backend ``backend`` resolves to, and the one line that says why.
+
+    ``"auto"`` takes containers when an engine answers and the broker image is already
+    there (it never pulls: a class of thirty must not download at once), else local JVM
+    processes. The reason is what a chapter prints, so a student who expected
+    containers learns what was missing.
+    """
+    if backend == "local":
+        return "local", "backend='local' asked for → local JVM processes"
+    if backend == "docker":
+        return "docker", "backend='docker' asked for → containers"
+    if shutil.which("docker") is None:
+        return "local", "no docker command on this machine → local JVM processes"
+    if not engine_answers():
+        return "local", ("the docker command is here but no Docker engine answers "
+                         "→ local JVM processes")
+    image = resolve_image(kafka_version)
+    if not image_present(image):
+        return "local", (f"Docker engine found, image {image} absent (docker/broker-image.sh "
+                         "builds one) → local JVM processes")
+    return "docker", f"Docker engine found, image {image} present → containers"
 
 
 def leftovers(project: str | None = None) -> list[str]:
