@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from . import values
 from .clients import config
+from .cluster import ready
 from .errors import LabError, bad_value
 from .nemesis import wait_whole
 
@@ -415,7 +417,7 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
         finally:
             for node in followers:
                 cluster.resume(node)
-        new_leader = cluster.wait_leader(topic, 0, exclude=(old_leader,), timeout=timeout)
+        new_leader = _leader_beyond(cluster, topic, old_leader, timeout)
         phases.mark("new leader elected")
         victim.wait(timeout)  # acks=all: the retry, answered by the new leader
         after = _Send(producer, topic, values.encode(producer_id, 2), key)
@@ -473,6 +475,9 @@ class PartitionedLeaderResult:
     topic: str
     acks: str
     sent: tuple[str, ...]
+    #: Acknowledged before the partition healed: by the cut-off leader alone (acks=1),
+    #: or by the new leader if the producer found it in time (acks=all).
+    acked_while_cut: int
     acked: tuple[str, ...]
     lost: tuple[str, ...]
     copies: dict[str, int]
@@ -483,9 +488,29 @@ class PartitionedLeaderResult:
 
     def __str__(self) -> str:
         return (f"acks={self.acks}: {len(self.sent)} value(s) sent to broker "
-                f"{self.old_leader}, cut off from its peers; {len(self.acked)} acknowledged; "
-                f"broker {self.new_leader} took over; after the heal {len(self.lost)} "
-                "acknowledged value(s) are missing from the partition")
+                f"{self.old_leader}, cut off from its peers; {self.acked_while_cut} "
+                f"acknowledged while it was cut off, {len(self.acked)} in the end; broker "
+                f"{self.new_leader} took over; after the heal {len(self.lost)} acknowledged "
+                "value(s) are missing from the partition")
+
+
+def _leader_beyond(cluster: Cluster, topic: str, cut: int, timeout: float) -> int:
+    """The leader the brokers on the far side of a partition from ``cut`` elected.
+
+    Asked of them alone, with a fresh client each time: the cut-off broker still names
+    itself leader, and a long-lived client (the cluster's own admin) may keep asking it
+    and never hear of the election.
+    """
+    far = ",".join(f"{n.advertised_host}:{n.direct or n.client}" for n in cluster.spec.nodes
+                   if n.node_id != cut)
+
+    def elected() -> int | None:
+        meta = AdminClient(config(far)).list_topics(topic, timeout=5)
+        leader = meta.topics[topic].partitions[0].leader
+        return leader if leader not in (cut, -1) else None
+
+    return ready.wait_until(f"a leader of {topic}/0 elected without broker {cut}", elected,
+                            timeout, interval=0.3)
 
 
 def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count: int = 5,
@@ -502,7 +527,8 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
     3. ``count`` values are produced at once, through it (the producer's metadata
        still names it). With ``acks=1`` it acknowledges each alone. With ``acks=all``
        it waits for followers that cannot fetch: no acknowledgement, and the producer
-       retries until its metadata names the new leader.
+       retries -- on the new leader once its metadata names it, at the latest once
+       the partition heals.
     4. On the majority side the controller fences the silent broker and elects a
        follower -- whose log ends at ``before``.
     5. The partition heals, the old leader learns the new epoch and truncates its log
@@ -545,14 +571,17 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
                                        f"write ({send.error_name})")
         phases.mark("values sent")
 
-        new_leader = cluster.wait_leader(topic, 0, exclude=(old_leader,), timeout=timeout)
+        new_leader = _leader_beyond(cluster, topic, old_leader, timeout)
         phases.mark("new leader elected")
-        for send in sends:  # acks=all: the retries, answered by the new leader
-            send.wait(timeout)
-        producer.flush(5)
-        phases.mark("every send answered")
+        acked_while_cut = sum(send.ok for send in sends)
     finally:
         cluster.heal_partition(old_leader)  # whatever happened: leave a whole cluster
+    # acks=all: the retries land now, at the latest -- the healed broker answers "not
+    # the leader" and the producer's next metadata names the new one.
+    for send in sends:
+        send.wait(timeout)
+    producer.flush(5)
+    phases.mark("every send answered")
     _wait_isr_full(cluster, topic, 0, timeout)
     phases.mark("healed, old leader back in the ISR")
     records = read_partition(cluster.direct_bootstrap_servers, topic, 0, timeout)
@@ -561,7 +590,7 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
     copies = {name: labels.count(name) for name in sent}
     acked = tuple(name for name, send in zip(sent, sends, strict=True) if send.ok)
     return PartitionedLeaderResult(
-        topic=topic, acks=acks_text, sent=sent, acked=acked,
+        topic=topic, acks=acks_text, sent=sent, acked_while_cut=acked_while_cut, acked=acked,
         lost=tuple(name for name in acked if copies[name] == 0), copies=copies,
         old_leader=old_leader, new_leader=new_leader,
         errors=tuple(s.error_name for s in sends if s.error_name), phases=phases.done())

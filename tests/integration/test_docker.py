@@ -255,6 +255,8 @@ class TestCluster:
 
         result = recipes.partitioned_leader(cluster, topic, acks=acks, count=4)
         assert len(result.acked) == 4, str(result)  # acks=all: by the new leader
+        if acks == 1:
+            assert result.acked_while_cut == 4, str(result)  # the cut-off leader, alone
         assert len(result.lost) == lost, str(result)
         assert result.new_leader != result.old_leader and cluster.partitioned == set()
 

@@ -96,6 +96,17 @@ def voters(spec: ClusterSpec) -> str:
     return ",".join(f"{n.node_id}@{n.peer_host}:{n.controller}" for n in spec.voter_nodes)
 
 
+def _advertised_controller(node: NodePorts) -> str:
+    """``,CONTROLLER://kafka-N:port`` for a container voter, else nothing.
+
+    Left out, a container's controller advertises its hostname (the container id),
+    which the engine resolves on *every* network it is on: a voter cut off from its
+    peers' network would still be reached through the clients' network, and the
+    majority would never elect a new controller.
+    """
+    return f",CONTROLLER://{node.peer_host}:{node.controller}" if node.internal_host else ""
+
+
 def controller_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> dict[str, str]:
     """A controller-only node: the quorum's metadata log and nothing else, so it stays
     small (no client, replication or group work)."""
@@ -111,6 +122,8 @@ def controller_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> d
         "num.io.threads": "1",
         "background.threads": "1",
     }
+    if node.internal_host:  # containers: see _advertised_controller
+        props["advertised.listeners"] = _advertised_controller(node).lstrip(",")
     props.update(spec.overrides)
     return props
 
@@ -120,7 +133,9 @@ def server_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> dict[
     roles = spec.roles(node.node_id)
     if roles == "controller":
         return controller_properties(spec, node, log_dir)
-    controller = f",CONTROLLER://{node.bind}:{node.controller}" if "controller" in roles else ""
+    voter = "controller" in roles
+    controller = f",CONTROLLER://{node.bind}:{node.controller}" if voter else ""
+    advertised_controller = _advertised_controller(node) if voter else ""
     rf = spec.replication
     direct = (f",DIRECT://{node.bind}:{node.direct}", f",DIRECT://{node.advertised_host}:"
               f"{node.direct}", ",DIRECT:PLAINTEXT") if node.direct else ("", "", "")
@@ -131,7 +146,8 @@ def server_properties(spec: ClusterSpec, node: NodePorts, log_dir: str) -> dict[
         "listeners": (f"CLIENT://{node.bind}:{node.client},INTERNAL://{node.bind}:{node.internal}"
                       f"{controller}{direct[0]}"),
         "advertised.listeners": (f"CLIENT://{node.advertised_host}:{node.advertised},"
-                                 f"INTERNAL://{node.peer_host}:{node.internal}{direct[1]}"),
+                                 f"INTERNAL://{node.peer_host}:{node.internal}{direct[1]}"
+                                 f"{advertised_controller}"),
         "listener.security.protocol.map": (
             f"CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT{direct[2]}"),
         "inter.broker.listener.name": "INTERNAL",
