@@ -49,3 +49,25 @@ def test_exactly_once_sinks_hold_under_the_same_crash(cluster1: Cluster, sink: s
         assert scene.facts["aborted_visible_uncommitted"] == scene.predicted
     if sink == "files":
         assert scene.facts["plain_reader_records"] == 30
+
+
+def test_the_same_pipeline_runs_on_a_standalone_spark_cluster(cluster1: Cluster,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    """A master and two workers from pip's pyspark; the driver here, executors there."""
+    from deliverylab import inspector
+    from deliverylab.streaming_cluster import SparkStandalone
+
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    inspector.stop()  # the kernel's local[2] session, if an earlier test started one
+    with SparkStandalone.start(workers=2) as spark_cluster:
+        try:
+            spark = inspector.session(spark_cluster.master_url)
+            assert spark.sparkContext.master == spark_cluster.master_url
+            scene = crash_scene(cluster1, "kafka", "crash_query", values=30, crash_at=1,
+                                master=spark_cluster.master_url)
+            executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
+        finally:
+            inspector.stop()
+    assert executors == 3  # the driver and one executor per worker
+    assert scene.predicted == 9 and scene.extra == scene.predicted
+    assert spark_cluster.procs == []
