@@ -102,6 +102,12 @@ FAULTS: dict[str, Fault] = _faults(
     Fault("stall_consumer", "Stall consumer",
           "the processing stage stalls past max.poll.interval.ms after writing a batch: "
           "the group gives its partitions to another instance", "client"),
+    Fault("crash_query", "Crash the Spark query",
+          "the Spark pipeline's driver raises right after its sink wrote a batch, before "
+          "Spark writes commits/N: the restarted query runs that batch again", "client"),
+    Fault("kill_driver", "SIGKILL the Spark driver",
+          "the Spark pipeline runs in its own driver process, which is SIGKILLed right "
+          "after its sink wrote a batch, before commits/N", "client"),
 )
 
 #: The faults a Scenario runs (the anomaly matrix's columns), after "none".

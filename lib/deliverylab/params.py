@@ -30,7 +30,8 @@ LIST_FORMS = "-p {name} '[\"{example}\"]' or -y '{name}: [{example}]'"
 class Spec:
     """One parameter: its kind and what is accepted.
 
-    ``kind`` is ``int``, ``float``, ``path``, ``choice`` (one of ``choices``) or
+    ``kind`` is ``int``, ``float``, ``path``, ``choice`` (one of ``choices``),
+    ``master`` (a Spark master URL) or
     ``names`` (a list whose items must be in ``choices``: a chapter's fault buttons, or
     its console actions).
     """
@@ -55,7 +56,13 @@ class Spec:
             return value
         if self.kind == "names":
             return names(name, value, self.choices)
-        raise bad_value("kind", self.kind, "int, float, path, choice or names")
+        if self.kind == "master":  # a Spark master URL
+            if not isinstance(value, str) or not value.startswith(
+                    ("local", "spark://", "local-cluster[")):
+                raise bad_value(name, value, "a Spark master: 'local[2]', 'local[*]' or "
+                                "'spark://host:7077'")
+            return value
+        raise bad_value("kind", self.kind, "int, float, path, choice, master or names")
 
 
 def _number(name: str, value: Any, low: float | None, high: float | None,
@@ -156,6 +163,12 @@ SPECS: dict[str, dict[str, Spec]] = {
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
+    "05_spark_pipeline": {
+        "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"],
+        "faults": Spec("names", choices=("crash_query", "kill_driver")),
+        "values": Spec("int", 6, 100_000), "max_offsets": Spec("int", 1, 100_000),
+        "crash_at": Spec("int", 0, 10_000), "master": Spec("master")},
 }
 
 
@@ -170,6 +183,11 @@ def check(chapter: str, scope: MutableMapping[str, Any]) -> dict[str, Any]:
         if name not in scope:
             raise bad_value("parameter", name, f"a value: {chapter}'s parameters cell sets it")
         out[name] = spec.check(name, scope[name])
+    if "crash_at" in out and "values" in out and "max_offsets" in out and (
+            out["crash_at"] + 1) * out["max_offsets"] >= out["values"]:
+        raise bad_value("crash_at", out["crash_at"], "a batch before the last one: with "
+                        f"values={out['values']} and max_offsets={out['max_offsets']}, "
+                        f"below {max(0, -(-out['values'] // out['max_offsets']) - 1)}")
     for name in ("crash_after", "stall_after"):
         if name in out and "values" in out and out[name] >= out["values"]:
             raise bad_value(name, out[name], f"a whole number below values ({out['values']})"

@@ -57,6 +57,15 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["ctp_pipeline_extra"] == 0
                                   and o["ctp_aborted_visible_uncommitted"] >= 1
                                   and o["zombie_error"] is not None),
+    "05_spark_pipeline": lambda o: (o["crash_query_extra"] == o["crash_query_predicted"] > 0
+                                    and o["kill_driver_extra"] == o["kill_driver_predicted"] > 0
+                                    and o["files_extra"] == 0 and o["database_extra"] == 0
+                                    and o["kafka_txn_extra"] == 0
+                                    and o["kafka_txn_aborted_visible_uncommitted"] > 0
+                                    and o["dedup_duplicates_out"] == 0
+                                    and o["dedup_records_out"] == o["values"]
+                                    and o["txn_input_offsets"] > o["txn_input_records"]
+                                    and o["pipeline_missing"] == 0),
 }
 
 
