@@ -96,6 +96,15 @@ FAULTS: dict[str, Fault] = _faults(
     Fault("stall_consumer", "Stall consumer",
           "the processing stage stalls past max.poll.interval.ms after writing a batch: "
           "the group gives its partitions to another instance", "client"),
+    Fault("kill_after_db", "Kill after DB write",
+          "SIGKILL a service instance after its database write, before its offset commit: "
+          "another instance redoes the batch (chapter 06)", "client"),
+    Fault("kill_after_http", "Kill after HTTP call",
+          "SIGKILL a service instance right after its HTTP call, before its commits "
+          "(chapter 06)", "client"),
+    Fault("restart_instance", "Kill and restart",
+          "SIGKILL the only service instance after its database write and start it again:"
+          " it redoes its batch (chapter 06)", "client"),
 )
 
 #: The faults a Scenario runs (the anomaly matrix's columns), after "none".
