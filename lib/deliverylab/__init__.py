@@ -43,6 +43,9 @@ _MODULES: dict[str, str] = {
     "progressbar": "busy progress",
     "chapter": "Chapter what_you_saw self_check",
     "params": "",
+    "servicefleet": "SideEffects ServiceFleet run_fault fleet_buttons",
+    "servicecheck": "count_effects",
+    "dbviews": "",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

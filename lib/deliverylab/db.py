@@ -64,7 +64,7 @@ class Database:
         parsed = urlparse(url)
         if parsed.scheme == "sqlite" and parsed.path:
             self.kind = "sqlite"
-            self.path = Path(parsed.path)
+            self.path = Path("/" + parsed.path.lstrip("/"))
         elif parsed.scheme in ("postgresql", "postgres") and parsed.hostname:
             self.kind = "postgres"
             self.path = None

@@ -145,6 +145,12 @@ SPECS: dict[str, dict[str, Spec]] = {
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
+    # ``database`` ('sqlite', 'postgres' or a URL) is checked by dl.SideEffects itself.
+    "06_side_effects": {
+        **_COMMON, "faults": Spec("names", choices=("kill_after_db", "kill_after_http",
+                                                    "stall_consumer", "restart_instance",
+                                                    "lose_ack", "heal")),
+        "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000)},
 }
 
 

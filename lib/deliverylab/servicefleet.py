@@ -363,7 +363,18 @@ class FaultRun:
     fault: str
     topic: str
     effects: dict[str, Effects] = field(default_factory=dict)
+    fleets: dict[str, ServiceFleet] = field(default_factory=dict, repr=False)
     seconds: float = 0.0
+
+    def table(self) -> Any:
+        """One row per pattern: the counts of :class:`~deliverylab.servicecheck.Effects`."""
+        import pandas as pd
+
+        cols = ["pattern", "messages", "input_copies", "redelivered", "rows",
+                "duplicate_rows", "calls", "duplicate_calls", "effects", "duplicate_effects",
+                "missing_rows", "rejected_commits"]
+        return pd.DataFrame([{c: getattr(e, c) for c in cols} | {"fault": self.fault}
+                             for e in self.effects.values()])
 
     def summary(self) -> str:
         return f"under {self.fault}:\n" + "\n".join(
@@ -420,5 +431,17 @@ def run_fault(lab: SideEffects, fault: str, patterns: Iterable[str] = PATTERNS,
     for fleet in fleets:
         fleet.record(history)
         run.effects[fleet.pattern] = fleet.effects()
+        run.fleets[fleet.pattern] = fleet
     run.seconds = time.monotonic() - t0
     return run
+
+
+def fleet_buttons(fleet: ServiceFleet) -> list[Any]:
+    """FaultPanel buttons for the registry's service faults, pressing ``fleet``'s
+    methods of the same names (a click and a papermill schedule alike)."""
+    from .faults import FAULTS
+    from .widgets import FaultSpec
+
+    return [FaultSpec(FAULTS[name].label, getattr(fleet, name), help=FAULTS[name].help,
+                      style="danger" if name.startswith("kill") else "warning")
+            for name in SERVICE_FAULTS]

@@ -54,6 +54,17 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["ctp_pipeline_extra"] == 0
                                   and o["ctp_aborted_visible_uncommitted"] >= 1
                                   and o["zombie_error"] is not None),
+    "06_side_effects": lambda o: (all(o[f"none_{f}_dup_rows"] >= 1 and o[f"none_{f}_dup_calls"]
+                                      >= 1 for f in ("kill_after_db", "kill_after_http",
+                                                     "stall_consumer", "restart_instance",
+                                                     "lose_ack"))
+                                  and o["none_faults_fired"] == 5
+                                  and o["fixed_duplicates"] == 0
+                                  and o["fixed_faults_fired"] == 10
+                                  and o["offset_keyed_lose_ack_dups"] >= 1
+                                  and o["stall_rejected_commits"] >= 1
+                                  and o["missing_rows"] == 0
+                                  and o["spark_duplicates"] == o["checker_duplicates"]),
 }
 
 
@@ -91,3 +102,21 @@ def test_chapter_demonstrates_its_claim(chapter: str, artifacts: str):
     claim = CLAIMS.get(chapter)
     if claim is not None:
         assert claim(run.results["observed"]), f"{run.results['observed']} {where}"
+
+
+@pytest.mark.cluster
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+def test_side_effects_chapter_on_postgres(artifacts: str):
+    """Chapter 06 again on a PostgreSQL server the lab starts (the default run is SQLite)."""
+    chapter = "06_side_effects"
+    out = Path(artifacts) / "labs-postgres"
+    os.environ.setdefault("DELIVERYLAB_PROGRESS", "text")
+    run = course.run_chapter(chapter, out, LABS, small=True, html=False,
+                             extra={"database": "postgres"})
+    print(f"{chapter} (postgres): {run.wall_seconds:.0f} s; results: {json.dumps(run.results)}")
+    where = f"(executed notebook: {run.notebook})"
+    assert run.error is None, f"{chapter} failed: {run.error} {where}"
+    assert run.results["pass"] is True, f"{run.results['checks']} {where}"
+    assert run.results["observed"]["database"] == "postgres"
+    assert CLAIMS[chapter](run.results["observed"]), f"{run.results['observed']} {where}"
