@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -335,7 +336,12 @@ class ServiceFleet:
                         member.proc.stdin.flush()
                     except OSError:
                         pass
+            deadline = time.monotonic() + 5  # let them leave the group cleanly first
             for member in self.members:
+                try:
+                    member.proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
                 self.lab.children.stop(member.proc, timeout=10)
         if self.next_fleet is not None:
             self.next_fleet.stop()
