@@ -4,6 +4,7 @@ instances in their own processes -- and nothing left when the owning kernel dies
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -75,9 +76,12 @@ def test_killed_kernel_leaves_no_database_http_service_or_instance(tmp_path):
             m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
         assert reply["content"]["status"] == "ok", reply["content"]
         kernel_pid = km.provisioner.process.pid
-        km.kill_kernel()  # SIGKILL, as a kernel restart does
+        os.kill(kernel_pid, signal.SIGKILL)  # as a kernel restart does
+        km.provisioner.process.wait(10)
     finally:
         kc.stop_channels()
+        if km.is_alive():
+            km.shutdown_kernel(now=True)
         km.cleanup_resources()
     line = next(x for x in "".join(out).splitlines() if x.startswith("PIDS"))
     pids_part, dirs_part = line[5:].split(" DIRS ")
