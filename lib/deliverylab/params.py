@@ -30,8 +30,9 @@ LIST_FORMS = "-p {name} '[\"{example}\"]' or -y '{name}: [{example}]'"
 class Spec:
     """One parameter: its kind and what is accepted.
 
-    ``kind`` is ``int``, ``float``, ``path`` or ``names`` (a list whose items must be
-    in ``choices``: a chapter's fault buttons, or its console actions).
+    ``kind`` is ``int``, ``float``, ``path``, ``names`` (a list whose items must be
+    in ``choices``: a chapter's fault buttons, or its console actions) or
+    ``choice_or_url`` (one of ``choices``, or a URL).
     """
 
     kind: str
@@ -50,7 +51,12 @@ class Spec:
             return value
         if self.kind == "names":
             return names(name, value, self.choices)
-        raise bad_value("kind", self.kind, "int, float, path or names")
+        if self.kind == "choice_or_url":  # chapter 06's database: a name, or a server's URL
+            if isinstance(value, str) and (value in self.choices or "://" in value):
+                return value
+            raise bad_value(name, value, " or ".join(repr(c) for c in self.choices)
+                            + ", or a URL such as postgresql://user@host:5432/db")
+        raise bad_value("kind", self.kind, "int, float, path, names or choice_or_url")
 
 
 def _number(name: str, value: Any, low: float | None, high: float | None,
@@ -145,11 +151,10 @@ SPECS: dict[str, dict[str, Spec]] = {
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
-    # ``database`` ('sqlite', 'postgres' or a URL) is checked by dl.SideEffects itself.
     "06_side_effects": {
-        **_COMMON, "faults": Spec("names", choices=("kill_after_db", "kill_after_http",
-                                                    "stall_consumer", "restart_instance",
-                                                    "lose_ack", "heal")),
+        **_COMMON, "database": Spec("choice_or_url", choices=("sqlite", "postgres")),
+        "faults": Spec("names", choices=("kill_after_db", "kill_after_http", "stall_consumer",
+                                         "restart_instance", "lose_ack", "heal")),
         "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000)},
 }
 
