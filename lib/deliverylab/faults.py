@@ -105,6 +105,10 @@ FAULTS: dict[str, Fault] = _faults(
     Fault("restart_instance", "Kill and restart",
           "SIGKILL the only service instance after its database write and start it again:"
           " it redoes its batch (chapter 06)", "client"),
+    Fault("kill_relay", "Kill the outbox relay",
+          "SIGKILL the transactional outbox's relay after it published records and before "
+          "it marked them published: the restarted relay publishes them again (chapter 06)",
+          "client"),
 )
 
 #: The faults a Scenario runs (the anomaly matrix's columns), after "none".

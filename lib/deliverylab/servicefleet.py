@@ -189,17 +189,20 @@ class ServiceFleet:
         return member
 
     def _watch(self) -> None:
-        """Start again an instance killed by ``restart_instance`` (a restarted service)."""
+        """Start again an instance killed by ``restart_instance`` (a restarted service),
+        and a relay killed by ``kill_relay``."""
         while not self._stopped.wait(0.2):
             for member in list(self.members):
                 if member.proc.poll() is None or member.handled:
                     continue
                 member.handled = True
                 fired = [e for e in _read(member.events) if e.get("kind") == "fault"]
-                if fired and fired[-1].get("token") in self.restart_tokens:
+                if fired and (member.role == "relay"
+                              or fired[-1].get("token") in self.restart_tokens):
+                    # A killed relay is supervised: it comes back (and publishes again).
                     with self._lock:
                         if not self._stopped.is_set():
-                            self._spawn(member.name + "+")
+                            self._spawn(member.name + "+", role=member.role)
 
     # --- faults (buttons) --------------------------------------------------------------
     def arm(self, name: str, after: int | None = None) -> str:
@@ -208,6 +211,9 @@ class ServiceFleet:
         registry_fault(name)
         if name not in POINTS:
             raise bad_value("fault", name, "one of " + ", ".join(POINTS))
+        if name == "kill_relay" and self.pattern != "outbox":
+            raise bad_value("fault", name, "a fault of an outbox fleet (this one's pattern "
+                            f"is {self.pattern})")
         if self.next_fleet is not None and name in ("kill_after_http", "stall_consumer"):
             # The outbox stage makes no HTTP call: the next consumer does.
             self.next_fleet.arm(name, after)
@@ -221,8 +227,9 @@ class ServiceFleet:
             self.restart_tokens.add(token)
         self.pressed.append(armed)
         line = "arm " + json.dumps(armed) + "\n"
+        role = "relay" if name == "kill_relay" else "service"
         for member in self.members:
-            if member.role == "service" and member.proc.poll() is None:
+            if member.role == role and member.proc.poll() is None:
                 try:
                     member.proc.stdin.write(line)
                     member.proc.stdin.flush()
@@ -241,6 +248,9 @@ class ServiceFleet:
 
     def restart_instance(self) -> str:
         return self.arm("restart_instance")
+
+    def kill_relay(self) -> str:
+        return self.arm("kill_relay")
 
     # --- evidence ------------------------------------------------------------------------
     def events(self, all_stages: bool = True) -> list[dict[str, Any]]:
@@ -404,8 +414,12 @@ def run_fault(lab: SideEffects, fault: str, patterns: Iterable[str] = PATTERNS,
 
     t0 = time.monotonic()
     registry_fault(fault)
-    if fault not in (*SERVICE_FAULTS, "lose_ack"):
-        raise bad_value("fault", fault, "one of " + ", ".join((*SERVICE_FAULTS, "lose_ack")))
+    accepted = (*SERVICE_FAULTS, "kill_relay", "lose_ack")
+    if fault not in accepted:
+        raise bad_value("fault", fault, "one of " + ", ".join(accepted))
+    patterns = list(patterns)
+    if fault == "kill_relay" and patterns != ["outbox"]:
+        raise bad_value("patterns", patterns, "['outbox']: only the outbox has a relay")
     history = history if history is not None else History()
     topic = lab.cluster.create_topic(f"orders-{fault}{tag}-{uuid.uuid4().hex[:4]}",
                                      partitions=1)

@@ -25,9 +25,10 @@ Patterns (``pattern=``), each the same loop with a different unit of work per me
   (an ``idempotent`` fleet) makes the HTTP call, deduplicating by message id.
 
 Faults (the registry's ``kill_after_db``, ``kill_after_http``, ``stall_consumer``,
-``restart_instance``) are *armed* in the running instances through their stdin; the
-first instance to reach the fault's point takes it (a marker file makes a press fire
-once) and records it, then dies by ``SIGKILL`` of itself or sleeps.
+``restart_instance``, and ``kill_relay`` for the outbox's relay) are *armed* in the
+running instances through their stdin; the first instance to reach the fault's point
+takes it (a marker file makes a press fire once) and records it, then dies by
+``SIGKILL`` of itself or sleeps.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ PATTERNS = ("none", "offset_keyed", "idempotent", "outbox")
 #: asleep past ``max.poll.interval.ms``. ``restart_instance`` is ``kill_after_db`` whose
 #: victim the fleet starts again.
 POINTS = {"kill_after_db": "after_db", "kill_after_http": "after_http",
-          "stall_consumer": "before_commit", "restart_instance": "after_db"}
+          "stall_consumer": "before_commit", "restart_instance": "after_db",
+          "kill_relay": "after_publish"}
 
 #: Consumer settings of an instance: a dead member is noticed within seconds.
 CONSUMER = {"auto.offset.reset": "earliest", "enable.auto.commit": False,
@@ -254,16 +256,44 @@ class Relay:
         self.producer = Producer(config(spec["bootstrap"], **{"acks": "all"}))
         self.events = open(spec["events"], "a", encoding="utf-8")  # noqa: SIM115
         self.stopping = threading.Event()
+        self.armed: list[dict[str, Any]] = []
+
+    def commands(self) -> None:
+        for line in sys.stdin:
+            verb, _, arg = line.strip().partition(" ")
+            if verb == "arm":
+                self.armed.append(json.loads(arg))
+            elif verb == "stop":
+                break
+        self.stopping.set()
+
+    def emit(self, kind: str, outcome: str = "ok", **fields: Any) -> None:
+        line = {"t": time.monotonic(), "instance": self.spec["instance"], "kind": kind,
+                "outcome": outcome, **fields}
+        self.events.write(json.dumps(line) + "\n")
+        self.events.flush()
+
+    def fault(self, published: int) -> None:
+        """``kill_relay``: die between the publish and the mark, so the records stay
+        unpublished in the database and the next relay publishes them again."""
+        while self.armed:
+            armed = self.armed.pop(0)
+            try:
+                fd = os.open(Path(self.spec["markers"]) / armed["token"],
+                             os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                continue
+            os.close(fd)
+            self.emit("fault", "info", fault="kill_relay", token=armed["token"],
+                      detail=f"the relay is killed (SIGKILL) after publishing {published} "
+                             "outbox record(s), before marking them published")
+            self.events.close()
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def loop(self) -> None:
         from . import values as V
 
-        def stop() -> None:
-            for _ in sys.stdin:
-                pass
-            self.stopping.set()
-
-        threading.Thread(target=stop, daemon=True).start()
+        threading.Thread(target=self.commands, daemon=True).start()
         while not self.stopping.is_set():
             ids = [r[0] for r in self.db.execute(
                 self.conn, "SELECT message_id FROM outbox WHERE run = ? AND published = 0 "
@@ -277,13 +307,11 @@ class Relay:
                                       key=V.key(vid.producer))
             if self.producer.flush(30) != 0:
                 continue  # not all delivered: leave them unpublished, try again
+            self.fault(len(ids))
             for message_id in ids:
                 self.db.execute(self.conn, "UPDATE outbox SET published = 1 WHERE run = ? "
                                 "AND message_id = ?", (self.run, message_id))
-            line = {"t": time.monotonic(), "instance": self.spec["instance"],
-                    "kind": "relay", "outcome": "ok", "detail": f"published {len(ids)}"}
-            self.events.write(json.dumps(line) + "\n")
-            self.events.flush()
+            self.emit("relay", detail=f"published {len(ids)}")
 
 
 def main(argv: list[str] | None = None) -> int:

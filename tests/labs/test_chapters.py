@@ -63,6 +63,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["fixed_faults_fired"] == 10
                                   and o["offset_keyed_lose_ack_dups"] >= 1
                                   and o["stall_rejected_commits"] >= 1
+                                  and o["relay_republished"] >= 1
+                                  and o["relay_duplicates"] == 0
                                   and o["missing_rows"] == 0
                                   and o["spark_duplicates"] == o["checker_duplicates"]),
 }
