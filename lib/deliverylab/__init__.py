@@ -45,6 +45,9 @@ _MODULES: dict[str, str] = {
     "params": "",
     "streaming_scene": "",
     "streaming": "SparkPipeline",
+    "servicefleet": "SideEffects ServiceFleet run_fault fleet_buttons",
+    "servicecheck": "count_effects",
+    "dbviews": "",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

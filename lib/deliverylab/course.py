@@ -38,6 +38,7 @@ HEADLESS: dict[str, dict[str, Any]] = {
     "04_transactions": {"actions": ["Begin", "Write", "Abort", "Begin", "Write", "Commit",
                                     "Start a twin", "Zombie writes"]},
     "05_spark_pipeline": {"faults": ["crash_query", "kill_driver"]},
+    "06_side_effects": {"faults": ["kill_after_db", "lose_ack"]},
 }
 
 #: ``--small``: fewer values and faster streams; each claim still shows.
@@ -50,6 +51,8 @@ SMALL: dict[str, dict[str, Any]] = {
     "03_idempotent_producer": {"messages": 60, "rate": 30.0, "values": 40},
     "04_transactions": {"values": 40, "crash_after": 15},
     "05_spark_pipeline": {"values": 30, "max_offsets": 10, "crash_at": 1},
+    "06_side_effects": {"messages": 40, "rate": 20.0, "orders": 16,
+                        "max_poll_interval_ms": 6000},
 }
 
 #: Seconds one cell may run before papermill gives up on the chapter.

@@ -108,6 +108,19 @@ FAULTS: dict[str, Fault] = _faults(
     Fault("kill_driver", "SIGKILL the Spark driver",
           "the Spark pipeline runs in its own driver process, which is SIGKILLed right "
           "after its sink wrote a batch, before commits/N", "client"),
+    Fault("kill_after_db", "Kill after DB write",
+          "SIGKILL a service instance after its database write, before its offset commit: "
+          "another instance redoes the batch (chapter 06)", "client"),
+    Fault("kill_after_http", "Kill after HTTP call",
+          "SIGKILL a service instance right after its HTTP call, before its commits "
+          "(chapter 06)", "client"),
+    Fault("restart_instance", "Kill and restart",
+          "SIGKILL the only service instance after its database write and start it again:"
+          " it redoes its batch (chapter 06)", "client"),
+    Fault("kill_relay", "Kill the outbox relay",
+          "SIGKILL the transactional outbox's relay after it published records and before "
+          "it marked them published: the restarted relay publishes them again (chapter 06)",
+          "client"),
 )
 
 #: The faults a Scenario runs (the anomaly matrix's columns), after "none".

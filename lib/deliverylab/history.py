@@ -48,6 +48,8 @@ KINDS: tuple[str, ...] = (
     "init_txn",
     "send_offsets",
     "fault",  # a fault done to the cluster or to a client (Jepsen's nemesis ops)
+    "db_write",  # chapter 06: a service instance wrote a database row (or skipped it: fail)
+    "http_call",  # chapter 06: a service instance called the HTTP service
 )
 
 

@@ -83,6 +83,18 @@ def _connector_jars() -> list[Path]:
         return jars.spark_connector_jars(fetch=True)
 
 
+def _jdbc_jars() -> list[Path]:
+    """The pinned JDBC drivers (SQLite, PostgreSQL): Spark's JDBC source reads chapter
+    06's database tables with them. On the classpath from the start, because a running
+    JVM cannot gain a driver later; fetched once if the cache lacks them."""
+    try:
+        return jars.classpath("jdbc", fetch=False)
+    except JarsUnavailable:
+        _say("the JDBC drivers are not cached yet: downloading their pinned jars "
+             "(first time only, needs the network)...")
+        return jars.classpath("jdbc", fetch=True)
+
+
 # Spark's driver log, cut to errors: its start-up warnings (hostname, native Hadoop,
 # "default log4j profile") are noise in a notebook, while real errors must stay visible.
 _LOG4J2 = """\
@@ -143,7 +155,7 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    jars = _connector_jars()
+    jars = _connector_jars() + _jdbc_jars()
     connector = next(j for j in jars if j.name.startswith("spark-sql-kafka-0-10"))
     foreign = SparkContext._active_spark_context
     if foreign is not None:

@@ -31,7 +31,7 @@ class Spec:
     """One parameter: its kind and what is accepted.
 
     ``kind`` is ``int``, ``float``, ``path``, ``choice`` (one of ``choices``),
-    ``master`` (a Spark master URL) or
+    ``choice_or_url`` (one of ``choices``, or a URL), ``master`` (a Spark master URL) or
     ``names`` (a list whose items must be in ``choices``: a chapter's fault buttons, or
     its console actions).
     """
@@ -62,7 +62,13 @@ class Spec:
                 raise bad_value(name, value, "a Spark master: 'local[2]', 'local[*]' or "
                                 "'spark://host:7077'")
             return value
-        raise bad_value("kind", self.kind, "int, float, path, choice, master or names")
+        if self.kind == "choice_or_url":  # chapter 06's database: a name, or a server's URL
+            if isinstance(value, str) and (value in self.choices or "://" in value):
+                return value
+            raise bad_value(name, value, " or ".join(repr(c) for c in self.choices)
+                            + ", or a URL such as postgresql://user@host:5432/db")
+        raise bad_value("kind", self.kind,
+                        "int, float, path, choice, choice_or_url, master or names")
 
 
 def _number(name: str, value: Any, low: float | None, high: float | None,
@@ -169,6 +175,11 @@ SPECS: dict[str, dict[str, Spec]] = {
         "faults": Spec("names", choices=("crash_query", "kill_driver")),
         "values": Spec("int", 6, 100_000), "max_offsets": Spec("int", 1, 100_000),
         "crash_at": Spec("int", 0, 10_000), "master": Spec("master")},
+    "06_side_effects": {
+        **_COMMON, "database": Spec("choice_or_url", choices=("sqlite", "postgres")),
+        "faults": Spec("names", choices=("kill_after_db", "kill_after_http", "stall_consumer",
+                                         "restart_instance", "lose_ack", "heal")),
+        "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000)},
 }
 
 

@@ -505,9 +505,9 @@ def _leader_beyond(cluster: Cluster, topic: str, cut: int, timeout: float) -> in
                    if n.node_id != cut)
 
     def elected() -> int | None:
-        meta = AdminClient(config(far)).list_topics(topic, timeout=5)
-        leader = meta.topics[topic].partitions[0].leader
-        return leader if leader not in (cut, -1) else None
+        meta = AdminClient(config(far)).list_topics(topic, timeout=5).topics.get(topic)
+        part = meta.partitions.get(0) if meta is not None else None  # none: in flux
+        return part.leader if part is not None and part.leader not in (cut, -1) else None
 
     return ready.wait_until(f"a leader of {topic}/0 elected without broker {cut}", elected,
                             timeout, interval=0.3)

@@ -66,6 +66,19 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                     and o["dedup_records_out"] == o["values"]
                                     and o["txn_input_offsets"] > o["txn_input_records"]
                                     and o["pipeline_missing"] == 0),
+    "06_side_effects": lambda o: (all(o[f"none_{f}_dup_rows"] >= 1 and o[f"none_{f}_dup_calls"]
+                                      >= 1 for f in ("kill_after_db", "kill_after_http",
+                                                     "stall_consumer", "restart_instance",
+                                                     "lose_ack"))
+                                  and o["none_faults_fired"] == 5
+                                  and o["fixed_duplicates"] == 0
+                                  and o["fixed_faults_fired"] == 10
+                                  and o["offset_keyed_lose_ack_dups"] >= 1
+                                  and o["stall_rejected_commits"] >= 1
+                                  and o["relay_republished"] >= 1
+                                  and o["relay_duplicates"] == 0
+                                  and o["missing_rows"] == 0
+                                  and o["spark_duplicates"] == o["checker_duplicates"]),
 }
 
 
@@ -87,12 +100,14 @@ def test_every_chapter_has_parameters_and_a_claim(path: Path):
     assert "cluster.stop()" in "".join(code[-1]["source"]), "last cell stops the cluster"
 
 
-def run_and_check(chapter: str, artifacts: str, backend: str) -> None:
-    """Run one chapter headless on ``backend`` and hold it to its claim."""
-    out = Path(artifacts) / ("labs" if backend == "local" else f"labs-{backend}")
+def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> Observed:
+    """Run one chapter headless on ``backend`` (and ``extra`` parameters) and hold it
+    to its claim; returns what it observed."""
+    variant = "-".join([backend, *map(str, extra.values())])
+    out = Path(artifacts) / ("labs" if variant == "local" else f"labs-{variant}")
     os.environ.setdefault("DELIVERYLAB_PROGRESS", "text")
     run = course.run_chapter(chapter, out, LABS, small=True, html=False,
-                             extra={"backend": backend})
+                             extra={"backend": backend, **extra})
     print(f"{chapter} on {backend}: {run.wall_seconds:.0f} s wall; "
           f"results: {json.dumps(run.results)}")
     where = f"(executed notebook: {run.notebook})"
@@ -104,6 +119,7 @@ def run_and_check(chapter: str, artifacts: str, backend: str) -> None:
     claim = CLAIMS.get(chapter)
     if claim is not None:
         assert claim(observed), f"{observed} {where}"
+    return observed
 
 
 @pytest.mark.cluster
@@ -127,3 +143,12 @@ ON_DOCKER = ("00_tour", "01_at_most_once", "02_at_least_once", "04_transactions"
 def test_chapter_demonstrates_its_claim_on_containers(chapter: str, artifacts: str,
                                                       broker_image: str):
     run_and_check(chapter, artifacts, "docker")
+
+
+@pytest.mark.cluster
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+def test_side_effects_chapter_on_postgres(artifacts: str):
+    """Chapter 06 again on a PostgreSQL server the lab starts (the default run is SQLite)."""
+    observed = run_and_check("06_side_effects", artifacts, "local", database="postgres")
+    assert observed["database"] == "postgres"
