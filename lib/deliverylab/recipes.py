@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from . import values
@@ -173,8 +173,11 @@ def _wait_high_watermark(bootstrap: str, topic: str, partition: int, above: int,
     try:
         end = time.monotonic() + timeout
         while True:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                     timeout=5)
+            try:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                         timeout=5)
+            except KafkaException:  # a leader still catching up ("not caught up"): ask again
+                high = -1
             if high > above:
                 return
             if time.monotonic() > end:

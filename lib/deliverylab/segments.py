@@ -27,18 +27,16 @@ def dump_segments(cluster: Any, topic: str, partition: int = 0,
     """Raw output of Kafka's ``kafka.tools.DumpLogSegments --print-data-log`` for one
     partition's segment files on ``node`` (default: its leader), as the broker wrote them.
 
-    Reads the files a local broker keeps in its data directory, read-only, with the
-    broker's own jars: the same tool as ``bin/kafka-dump-log.sh`` in a Kafka download.
+    Reads the files a local broker keeps in its data directory, read-only (a container's
+    are copied out first), with the broker's own jars: the same tool as
+    ``bin/kafka-dump-log.sh`` in a Kafka download.
     """
     backend = getattr(cluster, "backend", None)
-    if backend is None or getattr(backend, "name", "") != "local" or not hasattr(
-            backend, "node_dir"):
-        raise LabError("reading log segments needs the local backend (the brokers' data "
-                       "directories on this machine); with docker, run "
-                       "`kafka-dump-log.sh --files ... --print-data-log` inside the container")
+    if backend is None or not hasattr(backend, "partition_dir"):
+        raise LabError("reading log segments needs a running lab cluster (local or docker)")
     if node is None:
         node = cluster.wait_leader(topic, partition, timeout=30)
-    folder = backend.node_dir(node) / "data" / f"{topic}-{partition}"
+    folder = backend.partition_dir(node, f"{topic}-{partition}")
     files = sorted(folder.glob("*.log"))
     if not files:
         raise bad_value("topic/partition", f"{topic}/{partition}",

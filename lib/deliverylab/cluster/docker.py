@@ -400,6 +400,15 @@ class DockerBackend:
                 path.write_bytes(proc.stdout + proc.stderr)
         return path
 
+    def partition_dir(self, node_id: int, name: str) -> Path:
+        """A copy of a partition's folder (``topic-N``) taken out of the container now
+        (``docker cp``): the segment files as the broker has written them so far."""
+        dest = self.node_dir(node_id) / "copies"
+        shutil.rmtree(dest / name, ignore_errors=True)
+        dest.mkdir(parents=True, exist_ok=True)
+        _docker("cp", f"{self.containers[node_id]}:{DATA_DIR}/{name}", str(dest), check=False)
+        return dest / name
+
     def stats(self) -> dict[int, int]:
         """Memory each broker container uses now, in bytes (``docker stats``)."""
         proc = _docker("stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}",

@@ -78,6 +78,10 @@ class LocalBackend:
     def log_path(self, node_id: int) -> Path:
         return self.node_dir(node_id) / "broker.log"
 
+    def partition_dir(self, node_id: int, name: str) -> Path:
+        """A partition's folder (``topic-N``) in the node's data directory, read in place."""
+        return self.node_dir(node_id) / "data" / name
+
     def _classpath(self) -> str:
         return f"{self.libs}/*"
 
