@@ -44,6 +44,8 @@ SMALL: dict[str, dict[str, Any]] = {
                          "stall_after": 15, "max_poll_interval_ms": 6000},
     "03_idempotent_producer": {"messages": 60, "rate": 30.0, "values": 40},
     "04_transactions": {"values": 40, "crash_after": 15},
+    # Shapes, not numbers: the same repetitions (medians of 3), shorter phases.
+    "08_cost_of_guarantees": {"seconds": 1.2, "latency_seconds": 2.2, "ctp_values": 500},
 }
 
 #: Seconds one cell may run before papermill gives up on the chapter.

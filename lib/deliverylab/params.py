@@ -145,6 +145,13 @@ SPECS: dict[str, dict[str, Spec]] = {
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
+    "08_cost_of_guarantees": {
+        "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "record_size": Spec("int", 8, 1_000_000),
+        "linger_ms": Spec("float", 0, 5000), "batch_size": Spec("int", 1, 2_147_483_647),
+        "commit_interval_ms": Spec("float", 1, 60_000), "reps": Spec("int", 1, 50),
+        "seconds": Spec("float", 0.2, 600), "latency_seconds": Spec("float", 0.5, 600),
+        "rate": Spec("float", 1, 10_000), "ctp_values": Spec("int", 0, 1_000_000)},
 }
 
 

@@ -54,6 +54,11 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["ctp_pipeline_extra"] == 0
                                   and o["ctp_aborted_visible_uncommitted"] >= 1
                                   and o["zombie_error"] is not None),
+    "08_cost_of_guarantees": lambda o: (o["txn_1s_over_idempotent"] >= 0.8
+                                        and o["acks0_over_acks_all"] >= 1.0
+                                        and o["e2e_p95_ms"]["txn 1000ms"]
+                                        >= 2 * o["e2e_p95_ms"]["txn 10ms"]
+                                        and len(o["table"]["rows"]) >= 7),
 }
 
 
