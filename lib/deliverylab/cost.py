@@ -202,11 +202,11 @@ def shapes(rows: list[dict[str, Any]], size: int | None = None) -> dict[str, boo
     """The shapes chapter 08 asserts, from medians: never absolute numbers.
 
     * transactions committing every 1 s keep >= 0.8x idempotent throughput;
-    * end-to-end p95 latency grows with the commit interval: from the shortest interval
-      to the longest it at least doubles, and no longer interval is clearly faster than
-      a shorter one (>= 0.8x). Not "strictly at every step": below the fixed round of
-      one commit (~75 ms on a 2-core laptop) a shorter interval buys nothing, so 10 ms
-      and 100 ms may measure alike, in either order;
+    * end-to-end p95 latency grows with the commit interval: at the longest interval it
+      is at least twice that of every shorter one. Not "strictly at every step": below
+      the fixed round of one commit (~75 ms on a 2-core laptop) a shorter interval buys
+      nothing -- at 10 ms the producer spends its time waiting for that round, so 10 ms
+      and 100 ms measure alike, in either order;
     * acks=0 is at least as fast as acks=all.
     """
     txns = sorted((r for r in rows if r["kind"] == "produce" and r["variant"].startswith("txn ")
@@ -222,8 +222,7 @@ def shapes(rows: list[dict[str, Any]], size: int | None = None) -> dict[str, boo
         out["txn_1s_keeps_0.8_of_idempotent"] = slow[0]["records_s"] >= 0.8 * idem["records_s"]
     if len(txns) >= 2:
         p95 = [r["e2e_p95_ms"] for r in txns]
-        out["e2e_p95_grows_with_commit_interval"] = (p95[-1] >= 2 * p95[0] and all(
-            b >= 0.8 * a for a, b in zip(p95, p95[1:], strict=False)))
+        out["e2e_p95_grows_with_commit_interval"] = p95[-1] >= 2 * max(p95[:-1])
     out["acks0_at_least_acks_all"] = (row_of(rows, "acks=0", size=size)["records_s"]
                                       >= row_of(rows, BASELINE, size=size)["records_s"])
     return out
@@ -400,7 +399,11 @@ def latency(bootstrap: str, topic: str, partitions: int, variant: Variant, size:
 def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 500,
         settings: dict[str, Any] | None = None) -> tuple[int, float]:
     """The lab's Python pipeline copies ``values`` values of ``source`` in ``variant``'s
-    mode (a fresh sink and group); (values processed, seconds)."""
+    mode (a fresh sink and group); (values processed, seconds).
+
+    The clock starts at the first value polled (joining the group, a second or so, is
+    not the mode's cost) and stops at its last recorded op: the last commit (the last
+    send, for at-most-once, which commits before it processes)."""
     from .history import History
     from .workload import Pipeline
 
@@ -410,11 +413,13 @@ def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 5
     if variant.transactional:
         mode = mode.with_commits(txn_size=10**9, commit_interval_ms=variant.commit_interval_ms)
     group = f"cost-{uuid.uuid4().hex[:8]}"
-    stage = Pipeline(_bootstrap(cluster), source, sink, mode, History(), group=group,
+    history = History()
+    stage = Pipeline(_bootstrap(cluster), source, sink, mode, history, group=group,
                      batch=batch, transactional_id=f"{group}-txn", settings=settings)
-    t0 = time.perf_counter()
     report = stage.run(expected=values, idle_timeout=30)
-    elapsed = time.perf_counter() - t0
+    last = max(op.time for op in history)  # the last commit, or send (at-most-once)
+    first = min(op.time for op in history if op.kind == "poll")
+    elapsed = last - first
     if report.processed < values:
         raise LabError(f"{variant.name}: the pipeline processed {report.processed} of "
                        f"{values} values within its idle timeout")
