@@ -371,9 +371,10 @@ def latency(bootstrap: str, topic: str, partitions: int, variant: Variant, size:
         t0 = time.perf_counter()
         for seq in range(count):
             due[seq] = t0 + seq / rate
-            wait = due[seq] - time.perf_counter()
-            if wait > 0:
-                p.poll(wait)  # serve delivery reports while waiting
+            # Serve delivery reports while waiting; poll() returns early when it served
+            # one, so wait again until the record is due (sending early would flatter).
+            while (wait := due[seq] - time.perf_counter()) > 0:
+                p.poll(wait)
             txn.before_send()
             _send(p, topic, _payload(seq, size), seq % partitions,
                   lambda err, _m, s=seq: acked.__setitem__(s, time.perf_counter())

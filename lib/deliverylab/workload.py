@@ -251,6 +251,7 @@ class Pipeline:
     offsets once per batch. A transaction spans batches: it commits (offsets included)
     after ``txn_size`` values or ``commit_interval_ms``, whichever first, and whenever
     the input runs dry, as Kafka Streams does with ``commit.interval.ms``.
+    ``settings``: extra producer settings on top of the mode's (e.g. ``linger.ms``).
     """
 
     def __init__(self, target: object, source: str, sink: str, mode: DeliveryMode | str,
