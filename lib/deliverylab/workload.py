@@ -128,6 +128,9 @@ class ProducerWorkload:
         try:
             if self.mode.transactional:
                 self._init(producer)
+            # The rate counts from the first send: a slow init_transactions (a second
+            # on a busy laptop) must not turn into a burst that catches up with it.
+            t_pace = time.monotonic()
             for i in range(count):
                 if self.report.fenced:
                     break
@@ -152,7 +155,7 @@ class ProducerWorkload:
                         self._txn_values, time.monotonic() - self._txn_opened):
                     self._commit(producer)
                 if self.rate:
-                    _pace(t0, self.report.sent, self.rate)
+                    _pace(t_pace, self.report.sent, self.rate)
             if self.mode.transactional and self._txn is not None and not self.report.fenced:
                 self._commit(producer)
             producer.flush(flush_timeout)
