@@ -48,6 +48,7 @@ _MODULES: dict[str, str] = {
     "servicefleet": "SideEffects ServiceFleet run_fault fleet_buttons",
     "servicecheck": "count_effects",
     "dbviews": "",
+    "cost": "",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

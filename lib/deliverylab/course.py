@@ -53,6 +53,8 @@ SMALL: dict[str, dict[str, Any]] = {
     "05_spark_pipeline": {"values": 30, "max_offsets": 10, "crash_at": 1},
     "06_side_effects": {"messages": 40, "rate": 20.0, "orders": 16,
                         "max_poll_interval_ms": 6000},
+    # Shapes, not numbers: the same repetitions (medians of 3), shorter phases.
+    "08_cost_of_guarantees": {"seconds": 1.2, "latency_seconds": 2.2, "ctp_values": 500},
 }
 
 #: Seconds one cell may run before papermill gives up on the chapter.

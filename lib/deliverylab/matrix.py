@@ -40,12 +40,14 @@ def run_matrix(cluster: Cluster, modes: Iterable[str] = tuple(MODES),
                faults: Iterable[str] = FAULTS[1:], seeds: Iterable[int] = (1,),
                values: int = 200,
                progress: Callable[[RunResult, int, int], None] | None = None,
-               ) -> list[RunResult]:
+               partitions: int = 3, txn_size: int | None = None,
+               commit_interval_ms: float | None = None) -> list[RunResult]:
     """Run every (mode, fault, seed) on one cluster, healed between runs."""
     cells = [(m, f, s) for m in modes for f in faults for s in seeds]
     runs = []
     for i, (m, f, s) in enumerate(cells, 1):
-        run = Scenario(m, f, values=values).run(s, cluster)
+        run = Scenario(m, f, values=values, partitions=partitions, txn_size=txn_size,
+                       commit_interval_ms=commit_interval_ms).run(s, cluster)
         run.history = None  # keep memory flat over hundreds of runs
         runs.append(run)
         if progress is not None:
@@ -80,11 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--values", type=int, default=10000)
     parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--txn-size", type=int, default=None,
+                        help="transactional modes: most values per transaction")
+    parser.add_argument("--commit-interval-ms", type=float, default=None,
+                        help="transactional modes: commit a transaction this old")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--faults", default=",".join(FAULTS[1:]))
     parser.add_argument("--out", default="results/matrix.json")
     args = parser.parse_args(argv)
     try:  # one clear line for an unknown mode or fault, not a traceback
+        get_mode("TRANSACTIONAL").with_commits(args.txn_size, args.commit_interval_ms)
         modes = [get_mode(m).name for m in args.modes.split(",")]
         faults = check_names(args.faults.split(","), FAULTS[1:], "--faults item")
     except BadValue as exc:
@@ -98,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{run.seconds:.1f}s {mark}", file=sys.stderr, flush=True)
 
     with Cluster.start(brokers=args.brokers, proxy=True) as cluster:
-        runs = run_matrix(cluster, modes, faults,
-                          range(1, args.seeds + 1), args.values, progress)
+        runs = run_matrix(cluster, modes, faults, range(1, args.seeds + 1), args.values,
+                          progress, args.partitions, args.txn_size,
+                          args.commit_interval_ms)
     print(table(runs))
     failures = [msg for r in runs for msg in r.failures()]
     for msg in failures:

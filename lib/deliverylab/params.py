@@ -180,6 +180,13 @@ SPECS: dict[str, dict[str, Spec]] = {
         "faults": Spec("names", choices=("kill_after_db", "kill_after_http", "stall_consumer",
                                          "restart_instance", "lose_ack", "heal")),
         "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000)},
+    "08_cost_of_guarantees": {
+        "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "record_size": Spec("int", 8, 1_000_000),
+        "linger_ms": Spec("float", 0, 5000), "batch_size": Spec("int", 1, 2_147_483_647),
+        "commit_interval_ms": Spec("float", 1, 60_000), "reps": Spec("int", 1, 50),
+        "seconds": Spec("float", 0.2, 600), "latency_seconds": Spec("float", 0.5, 600),
+        "rate": Spec("float", 1, 10_000), "ctp_values": Spec("int", 0, 1_000_000)},
 }
 
 

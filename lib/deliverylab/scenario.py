@@ -91,15 +91,20 @@ class Scenario:
         partitions: partitions of the input and output topics.
         rate: values per second for the producer (a fault needs a moving stream); by
             default 400/s, faster for big runs so that any run takes about 5 s of writing.
+        txn_size, commit_interval_ms: transactional modes: the producer and the
+            processing stage commit after this many values or once a transaction is this
+            old, whichever first (default: the mode's, 1000 values / 100 ms).
     """
 
     def __init__(self, mode: DeliveryMode | str, fault: str = "none", values: int = 200,
-                 partitions: int = 3, rate: float | None = None) -> None:
+                 partitions: int = 3, rate: float | None = None,
+                 txn_size: int | None = None,
+                 commit_interval_ms: float | None = None) -> None:
         if fault not in FAULTS:
             raise bad_value("fault", fault, "one of " + ", ".join(FAULTS))
         if not isinstance(values, int) or values < 10:
             raise bad_value("values", values, "a whole number >= 10")
-        self.mode = get_mode(mode)
+        self.mode = get_mode(mode).with_commits(txn_size, commit_interval_ms)
         self.fault = fault
         self.values = values
         self.partitions = partitions
@@ -166,6 +171,8 @@ class _Run:
             on_sent = self._background_fault(fault)
         self.producer().run(self.s.values, on_sent=on_sent)
         self._join_fault()
+        if fault == "lose_ack" and self.s.mode.transactional:
+            self.facts["ack_lost_in_txn"] = self._ack_lost_in_txn()
 
     def _background_fault(self, fault: str) -> Callable[[int], None]:
         """Fire ``fault`` from a thread once ``trigger`` values were sent.
@@ -210,8 +217,30 @@ class _Run:
             raise self._errors[0]
 
     def _lose_ack(self) -> None:
-        """Drop the next produce response of partition 0's leader: the client retries."""
-        self.nemesis.lose_ack(node=self.cluster.leader(self.source, 0), count=1)
+        """Drop the next produce response of partition 0's leader: the client retries.
+
+        Waits until the ack was really lost, and counts it (``acks_lost``): a run
+        whose producer finished before the fault bit would teach nothing."""
+        record = self.nemesis.lose_ack(node=self.cluster.leader(self.source, 0), count=1)
+        record.handle.wait(30)
+        self.facts["acks_lost"] = record.handle.dropped
+        if record.handle.dropped:
+            self._ack_lost_at = self.history.now()
+
+    def _ack_lost_in_txn(self) -> bool:
+        """Was a transaction of the producer open when the ack was lost? (Its begin
+        was recorded before, its commit after: the commit waits for the retried write.)"""
+        t = getattr(self, "_ack_lost_at", None)
+        begun: dict[str, float] = {}
+        for op in self.history:
+            if op.process != "producer-0" or op.txn is None:
+                continue
+            if op.kind == "begin_txn":
+                begun[op.txn] = op.time
+            elif op.kind in ("commit_txn", "abort_txn") and op.txn in begun:
+                if t is not None and begun[op.txn] <= t <= op.time:
+                    return True
+        return False
 
     def _pause_broker(self) -> None:
         """Pause partition 0's leader for 2 s (under the 3 s session timeout)."""

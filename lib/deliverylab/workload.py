@@ -71,15 +71,20 @@ class ProducerWorkload:
         transactional_id: for transactional modes (default ``"<process>-txn"``).
         payload_size: bytes of padding per value (benchmarks use ~1 KB).
         settings: extra producer settings on top of the mode's.
+        txn_size, commit_interval_ms: transactional modes commit after this many values
+            or once the transaction is this old, whichever first (default: the mode's,
+            1000 values / 100 ms; see :class:`~deliverylab.modes.DeliveryMode`).
     """
 
     def __init__(self, target: object, topic: str, mode: DeliveryMode | str,
                  history: History | None = None, process: str = "producer-0",
                  rate: float | None = None, transactional_id: str | None = None,
-                 payload_size: int = 0, settings: dict | None = None) -> None:
+                 payload_size: int = 0, settings: dict | None = None,
+                 txn_size: int | None = None,
+                 commit_interval_ms: float | None = None) -> None:
         self.bootstrap = _bootstrap(target)
         self.topic = topic
-        self.mode = get_mode(mode)
+        self.mode = get_mode(mode).with_commits(txn_size, commit_interval_ms)
         self.history = history if history is not None else History()
         self.process = process
         if rate is not None and rate <= 0:
@@ -95,6 +100,8 @@ class ProducerWorkload:
         self.recorder = Recorder(self.history, process, topic)
         self._txn: str | None = None
         self._txn_count = 0
+        self._txn_values = 0
+        self._txn_opened = 0.0
         self._partitions = 1
 
     def run(self, count: int, start_seq: int = 0,
@@ -121,6 +128,9 @@ class ProducerWorkload:
         try:
             if self.mode.transactional:
                 self._init(producer)
+            # The rate counts from the first send: a slow init_transactions (a second
+            # on a busy laptop) must not turn into a burst that catches up with it.
+            t_pace = time.monotonic()
             for i in range(count):
                 if self.report.fenced:
                     break
@@ -130,6 +140,7 @@ class ProducerWorkload:
                 vid = V.ValueId(self.process, seq)
                 self._produce(producer, vid)
                 self.report.sent += 1
+                self._txn_values += 1
                 if on_sent is not None:
                     on_sent(self.report.sent)
                 if crash_after is not None and self.report.sent >= crash_after:
@@ -140,10 +151,11 @@ class ProducerWorkload:
                         f"{self.report.sent} values" + (f", {self._txn} left open"
                                                         if self._txn else ""))
                     return self._finish(t0)  # abandoned: the open transaction stays open
-                if self.mode.transactional and (i + 1) % self.mode.txn_size == 0:
+                if self.mode.transactional and self.mode.commit_due(
+                        self._txn_values, time.monotonic() - self._txn_opened):
                     self._commit(producer)
                 if self.rate:
-                    _pace(t0, self.report.sent, self.rate)
+                    _pace(t_pace, self.report.sent, self.rate)
             if self.mode.transactional and self._txn is not None and not self.report.fenced:
                 self._commit(producer)
             producer.flush(flush_timeout)
@@ -186,6 +198,7 @@ class ProducerWorkload:
         self._txn_count += 1
         self._txn = f"{self.process}/txn-{self._txn_count}"
         producer.begin_transaction()
+        self._txn_values, self._txn_opened = 0, time.monotonic()
         self.history.record(self.process, "begin_txn", "ok", txn=self._txn)
 
     def _commit(self, producer: Producer) -> None:
@@ -236,15 +249,24 @@ class Pipeline:
     inside the output ``transaction`` (``send_offsets_to_transaction``). Several
     instances share ``group``: run one, crash it, run another, as a restarted service
     would.
+
+    ``batch`` values are polled at a time; the ``before``/``after`` strategies commit
+    offsets once per batch. A transaction spans batches: it commits (offsets included)
+    after ``txn_size`` values or ``commit_interval_ms``, whichever first, and whenever
+    the input runs dry, as Kafka Streams does with ``commit.interval.ms``.
+    ``settings``: extra producer settings on top of the mode's (e.g. ``linger.ms``).
     """
 
     def __init__(self, target: object, source: str, sink: str, mode: DeliveryMode | str,
                  history: History | None = None, group: str = "pipeline",
                  process: str = "pipeline-0", batch: int = 10,
-                 transactional_id: str | None = None) -> None:
+                 transactional_id: str | None = None, txn_size: int | None = None,
+                 commit_interval_ms: float | None = None,
+                 settings: dict | None = None) -> None:
         self.bootstrap = _bootstrap(target)
         self.source, self.sink = source, sink
-        self.mode = get_mode(mode)
+        self.mode = get_mode(mode).with_commits(txn_size, commit_interval_ms)
+        self.settings = dict(settings or {})
         self.history = history if history is not None else History()
         self.group, self.process, self.batch = group, process, batch
         # One transactional.id per *input*, shared by every instance: that is what lets
@@ -286,8 +308,12 @@ class Pipeline:
             if self.mode.name == "AT_MOST_ONCE" else dict(self.mode.producer)
         if self.mode.transactional:
             pconf["transactional.id"] = self.transactional_id
+        pconf.update(self.settings)
         producer = Producer(config(self.bootstrap, **pconf))
         txn_n = 0
+        txn: str | None = None  # the open transaction, across batches
+        txn_values, txn_opened = 0, 0.0
+        pending: dict[tuple[str, int], int] = {}  # its input offsets, to commit with it
         if self.mode.transactional:
             producer.init_transactions(30)
             self.history.record(self.process, "init_txn", "ok", detail=self.transactional_id)
@@ -297,6 +323,11 @@ class Pipeline:
             while expected is None or self.report.processed < expected:
                 msgs = [m for m in consumer.consume(self.batch, timeout=0.5) if not m.error()]
                 if not msgs:
+                    if txn is not None:  # the input ran dry: commit what is open
+                        ok = self._commit_txn(producer, consumer, _offset_list(pending), txn)
+                        txn, pending = None, {}
+                        if not ok:
+                            break
                     if time.monotonic() - last_progress > idle_timeout:
                         break
                     if expected is None and _caught_up(consumer):
@@ -326,18 +357,28 @@ class Pipeline:
                         time.sleep(stall_seconds)
                     self._commit(consumer, offsets)
                 else:
-                    txn_n += 1
-                    txn = f"{self.process}/txn-{txn_n}"
-                    producer.begin_transaction()
-                    self.history.record(self.process, "begin_txn", "ok", txn=txn)
+                    if txn is None:
+                        txn_n += 1
+                        txn = f"{self.process}/txn-{txn_n}"
+                        producer.begin_transaction()
+                        txn_values, txn_opened = 0, time.monotonic()
+                        self.history.record(self.process, "begin_txn", "ok", txn=txn)
                     self._process(producer, vids, txn, flush=False)
+                    txn_values += len(vids)
+                    for tp in offsets:
+                        pending[(tp.topic, tp.partition)] = tp.offset
                     if crash_here:
                         producer.flush(10)
                         return self._crash(consumer, producer)
-                    if not self._commit_txn(producer, consumer, offsets, txn):
-                        break
+                    if self.mode.commit_due(txn_values, time.monotonic() - txn_opened):
+                        ok = self._commit_txn(producer, consumer, _offset_list(pending), txn)
+                        txn, pending = None, {}
+                        if not ok:
+                            break
                 if on_processed is not None:
                     on_processed(self.report.processed)
+            if txn is not None:  # done: commit the last, partly filled transaction
+                self._commit_txn(producer, consumer, _offset_list(pending), txn)
         finally:
             if not self.report.crashed:
                 consumer.close()
@@ -447,6 +488,10 @@ def _next_offsets(msgs: Iterable) -> list[TopicPartition]:
         last[(m.topic(), m.partition())] = max(last.get((m.topic(), m.partition()), -1),
                                                m.offset())
     return [TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())]
+
+
+def _offset_list(pending: dict[tuple[str, int], int]) -> list[TopicPartition]:
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(pending.items())]
 
 
 def _offsets_text(offsets: list[TopicPartition]) -> str:

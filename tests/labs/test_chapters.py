@@ -79,6 +79,12 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["relay_duplicates"] == 0
                                   and o["missing_rows"] == 0
                                   and o["spark_duplicates"] == o["checker_duplicates"]),
+    "08_cost_of_guarantees": lambda o: (o["txn_1s_over_idempotent"] >= 0.8
+                                        and o["acks0_over_acks_all"] >= 0.7
+                                        and o["e2e_p95_ms"]["txn 1000ms"]
+                                        >= 2 * max(o["e2e_p95_ms"]["txn 10ms"],
+                                                   o["e2e_p95_ms"]["txn 100ms"])
+                                        and len(o["table"]["rows"]) >= 7),
 }
 
 

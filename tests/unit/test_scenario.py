@@ -36,9 +36,35 @@ def test_bad_fault_and_values_are_named():
 
 
 def test_always_rule_fails_when_the_anomaly_is_missing():
-    assert run_with("AT_LEAST_ONCE", "lose_ack", duplicates=1).failures() == []
-    assert run_with("AT_LEAST_ONCE", "lose_ack").failures() == [
+    assert run_with("AT_LEAST_ONCE", "lose_ack", duplicates=1, acks_lost=1).failures() == []
+    assert run_with("AT_LEAST_ONCE", "lose_ack", acks_lost=1).failures() == [
         "AT_LEAST_ONCE/lose_ack: expected duplicates, saw none (seed 1)"]
+    # A fault that never bit teaches nothing: a run without a lost ack fails its cell.
+    assert run_with("IDEMPOTENT", "lose_ack").failures() == [
+        "IDEMPOTENT/lose_ack: expected acks_lost, saw none (seed 1)"]
+
+
+def test_a_transactional_lost_ack_must_land_inside_a_transaction():
+    assert run_with("TRANSACTIONAL", "lose_ack", acks_lost=1, ack_lost_in_txn=1
+                    ).failures() == []
+    assert run_with("TRANSACTIONAL", "lose_ack", acks_lost=1, ack_lost_in_txn=0
+                    ).failures() == [
+        "TRANSACTIONAL/lose_ack: expected ack_lost_in_txn, saw none (seed 1)"]
+
+
+def test_transactions_commit_by_size_or_time_and_bad_settings_are_named():
+    m = mode("TRANSACTIONAL")
+    assert (m.txn_size, m.commit_interval_ms) == (1000, 100.0)
+    small = m.with_commits(txn_size=5, commit_interval_ms=1000)
+    assert not small.commit_due(4, 0.5)
+    assert small.commit_due(5, 0.0)  # by size
+    assert small.commit_due(1, 1.0)  # by time
+    assert m.with_commits(commit_interval_ms=0).commit_due(1, 0.0)
+    assert Scenario("TRANSACTIONAL", "none", txn_size=7).mode.txn_size == 7
+    with pytest.raises(ValueError, match="txn_size=0 is not accepted"):
+        m.with_commits(txn_size=0)
+    with pytest.raises(ValueError, match="commit_interval_ms=-1 is not accepted"):
+        Scenario("TRANSACTIONAL", "none", commit_interval_ms=-1)
 
 
 def test_a_mode_is_held_to_its_promise_beyond_the_cells_claim():
@@ -72,8 +98,8 @@ def test_facts_count_as_observations():
 
 
 def test_table_counts_runs_per_cell():
-    runs = [run_with("AT_LEAST_ONCE", "lose_ack", duplicates=1),
-            run_with("AT_LEAST_ONCE", "lose_ack")]
+    runs = [run_with("AT_LEAST_ONCE", "lose_ack", duplicates=1, acks_lost=1),
+            run_with("AT_LEAST_ONCE", "lose_ack", acks_lost=1)]
     text = table(runs)
     row = next(line for line in text.splitlines() if line.startswith("AT_LEAST_ONCE"))
     assert "1/2" in row and "FAILED (1)" in row

@@ -1,0 +1,32 @@
+"""Transactional workloads commit by size or by time, as applications do (real brokers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from deliverylab.scenario import Scenario
+
+pytestmark = pytest.mark.cluster
+
+
+def _commits(run, process):
+    return [op for op in run.history if op.process == process and op.kind == "commit_txn"
+            and op.outcome == "ok"]
+
+
+def test_transactions_commit_after_txn_size_values(cluster):
+    run = Scenario("TRANSACTIONAL", "none", values=200, rate=2000, txn_size=50,
+                   commit_interval_ms=60_000).run(1, cluster)
+    assert run.result.valid, run.result.summary()
+    assert len(_commits(run, "producer-0")) == 4  # 200 values / 50 per transaction
+    # The pipeline's transactions span poll batches (10 values each) up to 50 values.
+    assert 4 <= len(_commits(run, "pipeline-0")) <= 20
+
+
+def test_transactions_commit_by_time_and_every_value_is_judged(cluster):
+    run = Scenario("TRANSACTIONAL", "none", values=400, rate=400, txn_size=10**6,
+                   commit_interval_ms=100).run(1, cluster)
+    assert run.result.valid, run.result.summary()
+    assert run.result.stats["values_sent"] == 400 + 400
+    # 1 s of writing at 100 ms per transaction: about ten, never one per value.
+    assert 5 <= len(_commits(run, "producer-0")) <= 15
