@@ -43,6 +43,7 @@ _MODULES: dict[str, str] = {
     "progressbar": "busy progress",
     "chapter": "Chapter what_you_saw self_check",
     "params": "",
+    "connect": "Connect file_source",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}
