@@ -203,6 +203,7 @@ class Connect:
                         for i, port in enumerate(free_ports(workers), start=1)]
         self.start_seconds: float | None = None
         self.session = requests.Session()
+        self.connectors: list[str] = []  # created here, in order
 
     def __repr__(self) -> str:
         states = ", ".join(f"{w.index}:{w.state}" for w in self.workers)
@@ -439,7 +440,16 @@ class Connect:
 
     def create(self, name: str, config: dict[str, str]) -> dict:
         """Create (or reconfigure) connector ``name``."""
-        return self.rest("PUT", f"/connectors/{name}/config", config)
+        answer = self.rest("PUT", f"/connectors/{name}/config", config)
+        if name not in self.connectors:
+            self.connectors.append(name)
+        return answer
+
+    def last_connector(self) -> str:
+        """The connector created last (what worker faults aim at by default)."""
+        if not self.connectors:
+            raise ConnectError("no connector created yet: connect.create(name, config)")
+        return self.connectors[-1]
 
     def status(self, name: str) -> dict:
         """Connector and task states, with the worker running each."""

@@ -76,3 +76,68 @@ def test_no_worker_outlives_a_killed_kernel():
                  and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
         time.sleep(0.2)
     assert alive == [], f"workers {alive} outlived their owner"
+
+
+# --- chapter 07's claims, each asserted on every run -------------------------------------
+
+LINES = 100
+RUNS = 2  # k runs of each claim; every one must show it
+
+
+@pytest.fixture(scope="module")
+def runs(kafka: Cluster):
+    from deliverylab.connect_runs import Runs
+    from deliverylab.nemesis import Nemesis
+
+    return Runs(kafka, Nemesis(kafka), lines=LINES)
+
+
+@pytest.fixture(scope="module")
+def plain(kafka: Cluster):
+    connect = kafka.connect(workers=2, exactly_once=False)
+    yield connect
+    connect.stop()
+
+
+@pytest.fixture(scope="module")
+def eos(kafka: Cluster):
+    connect = kafka.connect(workers=2, exactly_once=True)
+    yield connect
+    connect.stop()
+
+
+def test_sigkill_without_exactly_once_duplicates_exactly_the_predicted_lines(runs, plain):
+    for _ in range(RUNS):
+        r = runs.crash(plain, "kill")
+        o = r.observed
+        assert o["position_before"] is None and o["predicted"] == LINES, o
+        assert o["uncommitted_duplicates"] == o["predicted"] == LINES, o
+        assert o["committed_duplicates"] == LINES and o["committed_missing"] == 0, o
+        assert o["taken_over_by"] != o["owner"], o
+    kills = [op for op in runs.nemesis.history.faults() if op.fault == "kill_worker"]
+    assert len(kills) >= RUNS
+
+
+def test_sigterm_commits_first_so_nothing_is_read_twice(runs, plain):
+    r = runs.crash(plain, "term")
+    assert r.observed["predicted"] == 0 and r.observed["uncommitted_duplicates"] == 0
+    assert r.observed["committed_missing"] == 0
+
+
+def test_sigkill_with_exactly_once_each_line_once_under_read_committed(runs, eos):
+    for _ in range(RUNS):
+        o = runs.crash(eos, "kill").observed
+        assert o["committed_duplicates"] == 0 and o["committed_missing"] == 0, o
+        assert o["committed_records"] == LINES, o
+
+
+def test_kill_inside_an_open_transaction_leaves_aborted_copies_and_an_abort_marker(
+        runs, eos):
+    r = runs.open_transaction(eos, interval_ms=10_000)
+    o = r.observed
+    assert o["committed_before_kill"] == 0 and o["committed_while_down"] == 0, o
+    assert o["committed_records"] == LINES and o["committed_duplicates"] == 0, o
+    assert o["uncommitted_duplicates"] == LINES and o["uncommitted_records"] == 2 * LINES, o
+    markers = runs.markers(r.topic)
+    assert markers[0]["marker"] == "ABORT" and markers[0]["records_before"] == LINES
+    assert [m["marker"] for m in markers[1:]] == ["COMMIT"]
