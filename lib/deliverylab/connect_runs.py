@@ -311,6 +311,65 @@ class Runs:
         return result
 
 
+def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
+    """Fencing by ``transactional.id``, from Python (exactly-once on).
+
+    1. A producer takes the live task's id (``<group>-<connector>-0``): its
+       ``init_transactions`` bumps the epoch, so the task is fenced -- its next commit
+       fails, and it stops with a fenced error;
+    2. that producer opens a transaction and writes one value;
+    3. the task is restarted (REST): its own ``initTransactions`` fences the producer
+       in turn and aborts the open transaction;
+    4. the producer's late commit is refused (fenced); its value is in the log, aborted:
+       read_uncommitted shows it, read_committed does not. Each line is there once.
+    """
+    from .clients import Fenced, TxnProducer
+    from .history import History
+
+    if not connect.exactly_once:
+        raise bad_value("connect", connect, "a Connect cluster with exactly_once=True")
+    name, topic, source = runs._begin(connect, "eos-fence", exactly_once="required")
+    result = RunResult("eos-python-fence", name, topic)
+    source.append(runs.lines)
+    runs.wait_count(topic, "read_committed", runs.lines, 60)
+    history = runs.nemesis.history if runs.nemesis is not None else History()
+    tid = zombie_id(connect, name)
+    history.record("python-producer", "fault", "info", fault="zombie_producer",
+                   detail=f"a Python producer takes transactional.id {tid}")
+    thief = TxnProducer(runs.cluster, topic, history, transactional_id=tid,
+                        process="python-producer")
+    source.append(runs.lines)  # the fenced task cannot commit these
+    owner = connect.task_worker(name)
+    ready.wait_until(f"task {name}/0 to fail, fenced", lambda: any(
+        t["state"] == "FAILED" for t in connect.status(name).get("tasks", [])), 60,
+        interval=0.5)
+    trace = next(t.get("trace", "") for t in connect.status(name)["tasks"])
+    thief.begin()
+    thief.write(1)
+    runs.nemesis.restart_task(name)
+    connect.wait_task(name)
+    error = None
+    try:
+        thief.commit()
+    except Fenced as exc:
+        error = exc.code
+    result.observed.update(
+        owner=owner, task_failed_fenced=any(t in trace for t in FENCED_TRACE),
+        python_commit_error=error)
+    runs._finish(connect, name, topic, source, result)
+    result.observed.update(
+        python_value_committed=sum(1 for r in result.committed
+                                   if r.value == "python-producer:0"),
+        python_value_uncommitted=sum(1 for r in result.uncommitted
+                                     if r.value == "python-producer:0"))
+    return result
+
+
+#: What a Connect task's failure trace says when a newer producer took its id.
+FENCED_TRACE = ("ProducerFencedException", "InvalidProducerEpochException",
+                "producer transaction expired", "fenced")
+
+
 def zombie_id(connect: Connect, connector: str, task: int = 0) -> str:
     """The transactional.id Connect gives a task with exactly-once support
     (``<group>-<connector>-<task>``, Worker.taskTransactionalId)."""
@@ -318,4 +377,4 @@ def zombie_id(connect: Connect, connector: str, task: int = 0) -> str:
 
 
 __all__ = ["ConnectError", "RunResult", "Runs", "SourceFile", "copies", "duplicates",
-           "missing", "zombie_id"]
+           "fence_from_python", "missing", "zombie_id"]

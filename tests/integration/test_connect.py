@@ -141,3 +141,24 @@ def test_kill_inside_an_open_transaction_leaves_aborted_copies_and_an_abort_mark
     markers = runs.markers(r.topic)
     assert markers[0]["marker"] == "ABORT" and markers[0]["records_before"] == LINES
     assert [m["marker"] for m in markers[1:]] == ["COMMIT"]
+
+
+def test_a_zombie_task_duplicates_without_exactly_once(runs, plain):
+    o = runs.zombie(plain).observed
+    assert o["taken_over_by"] != o["owner"], o
+    assert o["zombie_duplicates"] >= 1 and o["committed_missing"] == 0, o
+
+
+def test_a_zombie_task_is_fenced_with_exactly_once(runs, eos):
+    o = runs.zombie(eos).observed
+    assert o["zombie_fenced_lines"] >= 1, o  # its worker's log says so
+    assert o["committed_duplicates"] == 0 and o["committed_missing"] == 0, o
+
+
+def test_a_python_producer_fences_the_task_and_is_fenced_in_turn(runs, eos):
+    from deliverylab.connect_runs import fence_from_python
+
+    o = fence_from_python(runs, eos).observed
+    assert o["task_failed_fenced"] is True and o["python_commit_error"] == "_FENCED", o
+    assert o["python_value_committed"] == 0 and o["python_value_uncommitted"] == 1, o
+    assert o["committed_duplicates"] == 0 and o["committed_missing"] == 0, o
