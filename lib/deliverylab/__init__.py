@@ -44,6 +44,8 @@ _MODULES: dict[str, str] = {
     "chapter": "Chapter what_you_saw self_check",
     "params": "",
     "connect": "Connect file_source",
+    "connect_runs": "Runs SourceFile fence_from_python",
+    "connect_panel": "ConnectPanel plot_copies",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

@@ -483,6 +483,10 @@ class Connect:
         """The number of the worker that runs ``name``'s task now (None: unassigned)."""
         return task_worker(self.status(name), self.workers, task)
 
+    def task_worker_of(self, status: dict, task: int = 0) -> int | None:
+        """Which worker a ``/status`` answer says runs ``task``."""
+        return task_worker(status, self.workers, task)
+
     def wait_task(self, name: str, task: int = 0, state: str = "RUNNING",
                   exclude: tuple[int, ...] = (), timeout: float = 60.0) -> int:
         """Wait until the task is in ``state`` on a worker not in ``exclude``; returns

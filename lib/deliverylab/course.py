@@ -33,6 +33,8 @@ HEADLESS: dict[str, dict[str, Any]] = {
     "03_idempotent_producer": {"faults": ["lose_ack"]},
     "04_transactions": {"actions": ["Begin", "Write", "Abort", "Begin", "Write", "Commit",
                                     "Start a twin", "Zombie writes"]},
+    "07_exactly_once_sources": {"actions": ["Append 50 lines", "kill_worker",
+                                            "restart_worker", "Append 50 lines"]},
 }
 
 #: ``--small``: fewer values and faster streams; each claim still shows.
@@ -44,6 +46,7 @@ SMALL: dict[str, dict[str, Any]] = {
                          "stall_after": 15, "max_poll_interval_ms": 6000},
     "03_idempotent_producer": {"messages": 60, "rate": 30.0, "values": 40},
     "04_transactions": {"values": 40, "crash_after": 15},
+    "07_exactly_once_sources": {"lines": 100, "interval_ms": 10000},
 }
 
 #: Seconds one cell may run before papermill gives up on the chapter.

@@ -145,6 +145,13 @@ SPECS: dict[str, dict[str, Spec]] = {
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
+    "07_exactly_once_sources": {
+        "brokers": Spec("int", 3, 5), "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "lines": Spec("int", 10, 100_000),
+        "interval_ms": Spec("int", 5000, 60_000),
+        "actions": Spec("names", choices=("Append 50 lines", "kill_worker", "stop_worker",
+                                          "pause_worker", "resume_worker", "restart_worker",
+                                          "restart_task"))},
 }
 
 
