@@ -406,7 +406,8 @@ class Connect:
         unreachable; returns the decoded JSON (None for an empty answer).
 
         Asks ``worker`` if given, else any running worker (a paused one never answers).
-        A 4xx other than 409 raises at once with Connect's own message.
+        A 4xx other than 409 (and 404 "No status found", which a worker says until it
+        has read the status topic) raises at once with Connect's own message.
         """
         deadline = time.monotonic() + timeout
         last = ""
@@ -430,7 +431,10 @@ class Connect:
                 except ValueError:
                     message = resp.text
                 last = f"worker {w.index}: HTTP {resp.status_code} {message}"
-                if resp.status_code not in (409, 500, 503):
+                # 409: a rebalance is under way. "No status found": this worker has not
+                # yet read the status topic up to the connector (a worker just restarted).
+                if resp.status_code not in (409, 500, 503) and not (
+                        resp.status_code == 404 and "No status found" in message):
                     raise ConnectError(f"{method} {path} refused: HTTP {resp.status_code} "
                                        f"{message}")
             if time.monotonic() >= deadline:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .connect import Connect, file_source
 from .connect_runs import SourceFile, after
-from .widgets import FaultPanel, fault_buttons
+from .widgets import FaultPanel, FaultSpec
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -69,7 +69,9 @@ class ConnectPanel(FaultPanel):
         specs: list[Any] = [(f"Append {lines} lines", append_lines, None,
                              "write lines to the source file: the connector copies them",
                              "success")]
-        specs += fault_buttons(*WORKER_FAULTS)
+        # Every worker button aims at this panel's connector, so at its Connect cluster
+        # even when a second one (exactly-once) was started later.
+        specs += [FaultSpec.fault(f, {"connector": name}) for f in WORKER_FAULTS]
         super().__init__(cluster, nemesis, specs, topic=topic,
                          history=lambda: nemesis.history, auto_refresh=auto_refresh,
                          title="Chapter 7: the Connect workers")

@@ -293,7 +293,7 @@ class Runs:
             taker = connect.wait_task(name, exclude=(owner,), timeout=90)
             time.sleep(2.0)  # the successor writes for a while: the zombie is behind
             resumed_at.append(len(source.ends))
-            self.nemesis.apply("resume_worker", worker=owner)
+            self.nemesis.apply("resume_worker", worker=owner, connector=name)
             time.sleep(after_resume)
         finally:
             stop.set()

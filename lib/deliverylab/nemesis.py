@@ -336,7 +336,7 @@ class Nemesis:
         """
         with self._lock:
             t = self.now()
-            connect = self.cluster.connected
+            connect = self._connect_for(connector)
             if worker is not None:
                 targets = [connect.worker(worker).index]
             elif which == "task":
@@ -353,6 +353,15 @@ class Nemesis:
             args = {"worker": targets[0]} if len(targets) == 1 else {}
             return self._record(name, args, t, did, targets[0] if len(targets) == 1
                                 else None)
+
+    def _connect_for(self, connector: str | None) -> Any:
+        """The Connect cluster that holds ``connector`` (a chapter may run two: one
+        without exactly-once support, one with); the one started last if None."""
+        if connector is not None:
+            for connect in reversed(self.cluster.connects):
+                if connector in connect.connectors:
+                    return connect
+        return self.cluster.connected
 
     def kill_worker(self, worker: int | None = None,
                     connector: str | None = None) -> FaultRecord:
@@ -372,21 +381,25 @@ class Nemesis:
         return self._worker_fault("pause_worker", worker, connector,
                                   lambda c, i: c.pause(i))
 
-    def resume_worker(self, worker: int | None = None) -> FaultRecord:
-        """SIGCONT a paused Connect worker (every paused one by default)."""
-        return self._worker_fault("resume_worker", worker, None,
+    def resume_worker(self, worker: int | None = None,
+                      connector: str | None = None) -> FaultRecord:
+        """SIGCONT a paused Connect worker (every paused one by default) of the Connect
+        cluster that holds ``connector``."""
+        return self._worker_fault("resume_worker", worker, connector,
                                   lambda c, i: c.resume(i), which="paused")
 
-    def restart_worker(self, worker: int | None = None) -> FaultRecord:
-        """Start a dead Connect worker again (every dead one by default)."""
-        return self._worker_fault("restart_worker", worker, None,
+    def restart_worker(self, worker: int | None = None,
+                       connector: str | None = None) -> FaultRecord:
+        """Start a dead Connect worker again (every dead one by default) of the Connect
+        cluster that holds ``connector``."""
+        return self._worker_fault("restart_worker", worker, connector,
                                   lambda c, i: c.restart(i), which="dead")
 
     def restart_task(self, connector: str | None = None, task: int = 0) -> FaultRecord:
         """Restart a connector's task through Connect's REST API."""
         with self._lock:
             t = self.now()
-            connect = self.cluster.connected
+            connect = self._connect_for(connector)
             did = connect.restart_task(connector or connect.last_connector(), task)
             return self._record("restart_task", {"task": task}, t, did)
 
