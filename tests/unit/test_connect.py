@@ -72,3 +72,58 @@ def test_task_worker_maps_a_worker_id_to_its_number(tmp_path: Path):
     assert task_worker(status, workers) == 2
     assert task_worker(status, workers, task=1) is None
     assert task_worker({"tasks": []}, workers) is None
+
+
+class _FakeConnect:
+    """Just the verbs the Nemesis uses, recording what it was asked."""
+
+    def __init__(self, connectors: list[str], owner: int) -> None:
+        self.connectors = connectors
+        self.owner = owner
+        self.done: list[str] = []
+        self.workers = [Worker(1, 1, Path(".")), Worker(2, 2, Path("."))]
+        self.workers[0].state = "paused"
+
+    def last_connector(self) -> str:
+        return self.connectors[-1]
+
+    def task_worker(self, name: str) -> int:
+        return self.owner
+
+    def worker(self, index: int) -> Worker:
+        return self.workers[index - 1]
+
+    def status_of(self, index: int) -> str:
+        return self.workers[index - 1].state
+
+    def kill(self, index: int) -> str:
+        self.done.append(f"kill {index}")
+        return f"killed worker {index}"
+
+    def resume(self, index: int) -> str:
+        self.done.append(f"resume {index}")
+        return f"resumed worker {index}"
+
+
+class _FakeCluster:
+    def __init__(self, *connects: _FakeConnect) -> None:
+        self.connects = list(connects)
+
+    @property
+    def connected(self) -> _FakeConnect:
+        return self.connects[-1]
+
+
+def test_worker_faults_aim_at_the_connect_cluster_holding_the_connector():
+    from deliverylab.nemesis import Nemesis
+
+    plain, eos = _FakeConnect(["plain-1"], owner=2), _FakeConnect(["eos-1"], owner=1)
+    nemesis = Nemesis(_FakeCluster(plain, eos))
+    record = nemesis.apply("kill_worker", connector="plain-1")
+    assert plain.done == ["kill 2"] and eos.done == [] and record.node == 2
+    nemesis.kill_worker()  # no connector: the Connect cluster started last, its task
+    assert eos.done == ["kill 1"]
+    nemesis.resume_worker(connector="plain-1")  # every paused worker of that cluster
+    assert plain.done == ["kill 2", "resume 1"]
+    faults = [op.fault for op in nemesis.history.faults()]
+    assert faults == ["kill_worker", "kill_worker", "resume_worker"]
