@@ -49,6 +49,9 @@ _MODULES: dict[str, str] = {
     "servicecheck": "count_effects",
     "dbviews": "",
     "cost": "",
+    "connect": "Connect file_source",
+    "connect_runs": "Runs SourceFile fence_from_python",
+    "connect_panel": "ConnectPanel plot_copies",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

@@ -89,6 +89,21 @@ FAULTS: dict[str, Fault] = _faults(
           "delay every byte between clients and one broker", "cluster"),
     Fault("heal", "Heal", "resume paused brokers, restart dead ones, heal the proxies",
           "cluster"),
+    Fault("kill_worker", "Kill worker",
+          "SIGKILL the Kafka Connect worker that runs the task: records already in Kafka, "
+          "their source offsets not yet", "cluster"),
+    Fault("stop_worker", "Stop worker",
+          "SIGTERM the Kafka Connect worker that runs the task: a graceful stop, which "
+          "commits the task's offsets first", "cluster"),
+    Fault("pause_worker", "Pause worker",
+          "SIGSTOP the Kafka Connect worker that runs the task: the group hands the task "
+          "to another worker, the frozen one still believes it runs it", "cluster"),
+    Fault("resume_worker", "Resume worker",
+          "SIGCONT paused Kafka Connect workers: a zombie task carries on", "cluster"),
+    Fault("restart_worker", "Restart worker",
+          "start dead Kafka Connect workers again", "cluster"),
+    Fault("restart_task", "Restart task",
+          "restart the connector's task through Connect's REST API (graceful)", "cluster"),
     Fault("crash_producer", "Crash producer",
           "the producer dies after some values (mid-transaction when transactional); a "
           "new instance writes the rest", "client", scenario=True),

@@ -358,6 +358,84 @@ class Nemesis:
         return self._node_fault("restart_broker", node, self.cluster.restart,
                                 "restarted broker")
 
+    # ------------------------------------------------------ Connect workers
+    def _worker_fault(self, name: str, worker: int | None, connector: str | None,
+                      act: Callable[[Any, int], str], which: str = "task") -> FaultRecord:
+        """A fault done to a worker of the cluster's Connect cluster (chapter 07).
+
+        ``worker`` None means the worker that runs ``connector``'s task 0 now (the
+        connector created last if None) for ``which="task"``, or every worker in the
+        state ``which`` (``"paused"``, ``"dead"``).
+        """
+        with self._lock:
+            t = self.now()
+            connect = self._connect_for(connector)
+            if worker is not None:
+                targets = [connect.worker(worker).index]
+            elif which == "task":
+                name_ = connector or connect.last_connector()
+                owner = connect.task_worker(name_)
+                if owner is None:
+                    raise NemesisError(f"{name}: no worker runs a task of {name_!r} now "
+                                       "(is the connector created, its task assigned?)")
+                targets = [owner]
+            else:
+                targets = [w.index for w in connect.workers
+                           if connect.status_of(w.index) == which]
+            did = "; ".join(act(connect, i) for i in targets) or f"no {which} worker"
+            args = {"worker": targets[0]} if len(targets) == 1 else {}
+            return self._record(name, args, t, did, targets[0] if len(targets) == 1
+                                else None)
+
+    def _connect_for(self, connector: str | None) -> Any:
+        """The Connect cluster that holds ``connector`` (a chapter may run two: one
+        without exactly-once support, one with); the one started last if None."""
+        if connector is not None:
+            for connect in reversed(self.cluster.connects):
+                if connector in connect.connectors:
+                    return connect
+        return self.cluster.connected
+
+    def kill_worker(self, worker: int | None = None,
+                    connector: str | None = None) -> FaultRecord:
+        """SIGKILL the Connect worker running the task: no offset commit."""
+        return self._worker_fault("kill_worker", worker, connector,
+                                  lambda c, i: c.kill(i))
+
+    def stop_worker(self, worker: int | None = None,
+                    connector: str | None = None) -> FaultRecord:
+        """SIGTERM the Connect worker running the task: a graceful stop."""
+        return self._worker_fault("stop_worker", worker, connector,
+                                  lambda c, i: c.terminate(i))
+
+    def pause_worker(self, worker: int | None = None,
+                     connector: str | None = None) -> FaultRecord:
+        """SIGSTOP the Connect worker running the task."""
+        return self._worker_fault("pause_worker", worker, connector,
+                                  lambda c, i: c.pause(i))
+
+    def resume_worker(self, worker: int | None = None,
+                      connector: str | None = None) -> FaultRecord:
+        """SIGCONT a paused Connect worker (every paused one by default) of the Connect
+        cluster that holds ``connector``."""
+        return self._worker_fault("resume_worker", worker, connector,
+                                  lambda c, i: c.resume(i), which="paused")
+
+    def restart_worker(self, worker: int | None = None,
+                       connector: str | None = None) -> FaultRecord:
+        """Start a dead Connect worker again (every dead one by default) of the Connect
+        cluster that holds ``connector``."""
+        return self._worker_fault("restart_worker", worker, connector,
+                                  lambda c, i: c.restart(i), which="dead")
+
+    def restart_task(self, connector: str | None = None, task: int = 0) -> FaultRecord:
+        """Restart a connector's task through Connect's REST API."""
+        with self._lock:
+            t = self.now()
+            connect = self._connect_for(connector)
+            did = connect.restart_task(connector or connect.last_connector(), task)
+            return self._record("restart_task", {"task": task}, t, did)
+
     def partition_client(self, node: int) -> FaultRecord:
         """Cut every client off one broker (its proxy lets nothing through).
 

@@ -187,6 +187,13 @@ SPECS: dict[str, dict[str, Spec]] = {
         "commit_interval_ms": Spec("float", 1, 60_000), "reps": Spec("int", 1, 50),
         "seconds": Spec("float", 0.2, 600), "latency_seconds": Spec("float", 0.5, 600),
         "rate": Spec("float", 1, 10_000), "ctp_values": Spec("int", 0, 1_000_000)},
+    "07_exactly_once_sources": {
+        "backend": BACKEND, "brokers": Spec("int", 3, 5), "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "lines": Spec("int", 10, 100_000),
+        "interval_ms": Spec("int", 5000, 60_000),
+        "actions": Spec("names", choices=("Append 50 lines", "kill_worker", "stop_worker",
+                                          "pause_worker", "resume_worker", "restart_worker",
+                                          "restart_task"))},
 }
 
 

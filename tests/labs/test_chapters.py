@@ -85,6 +85,20 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                         >= 2 * max(o["e2e_p95_ms"]["txn 10ms"],
                                                    o["e2e_p95_ms"]["txn 100ms"])
                                         and len(o["table"]["rows"]) >= 7),
+    "07_exactly_once_sources": lambda o: (o["predicted"] == o["lines"]
+                                          == o["kill_duplicates"] == o["spark_kill_duplicates"]
+                                          and o["term_duplicates"] == 0
+                                          and o["eos_kill_duplicates"] == 0
+                                          and o["eos_kill_missing"] == 0
+                                          and o["open_committed_duplicates"] == 0
+                                          and o["open_aborted"] == o["lines"]
+                                          and o["open_markers"][0] == "ABORT"
+                                          and o["zombie_duplicates"] >= 1
+                                          and o["eos_zombie_fenced_lines"] >= 1
+                                          and o["eos_zombie_duplicates"] == 0
+                                          and o["eos_zombie_missing"] == 0
+                                          and o["python_commit_error"] is not None
+                                          and o["python_value_committed"] == 0),
 }
 
 
