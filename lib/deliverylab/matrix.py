@@ -61,6 +61,13 @@ JEPSEN: dict[str, str] = {
     C.UNSEEN: "unseen (indefinite)",
 }
 
+#: Facts a heatmap shows beside the anomalies: not anomalies (nothing broke a promise),
+#: but what the transactional rows teach. Shaded in another color.
+FACTS: dict[str, str] = {
+    "aborted_visible_uncommitted": "aborted, seen by read_uncommitted",
+    "zombie_fenced": "zombie fenced",
+}
+
 #: What each Spark row claims, in one phrase for the table.
 SPARK_CLAIM_TEXT: dict[str, str] = {
     "kafka": "at-least-once: extra records == predicted batch",
@@ -282,8 +289,8 @@ def counts(runs: Iterable[RunResult]) -> dict[tuple[str, str], dict[str, Any]]:
     for cell, group in _cells(runs).items():
         out[cell] = {
             "n": len(group),
-            "k": {a: sum(1 for r in group if r.result.counts.get(a, 0) > 0)
-                  for a in C.ANOMALIES},
+            "k": {a: sum(1 for r in group if r.observed().get(a, 0) > 0)
+                  for a in (*C.ANOMALIES, *FACTS)},
             "broken": {a for r in group for a in r.result.violations()},
             "held": sum(1 for r in group if not r.failures()),
         }
@@ -295,8 +302,9 @@ def heatmap(runs: Iterable[RunResult], title: str | None = None, save: Any = Non
 
     Columns are the Checker's anomalies under Jepsen's names (:data:`JEPSEN`); a cell's
     shade is k/n, its text ``k/n``. A black frame marks an anomaly the row's promise
-    does not allow (a broken guarantee, not a lesson); the last column is how many runs
-    matched the cell's claim (green when all did).
+    does not allow (a broken guarantee, not a lesson). Then the :data:`FACTS` (in blue:
+    observations, not anomalies), and last how many runs matched the cell's claim
+    (green when all did).
     """
     from matplotlib.colors import LinearSegmentedColormap
 
@@ -307,23 +315,26 @@ def heatmap(runs: Iterable[RunResult], title: str | None = None, save: Any = Non
         raise bad_value("runs", runs, "one or more RunResults (run_matrix or load)")
     table_ = counts(runs)
     cells = list(table_)
-    names = [*(JEPSEN[a] for a in C.ANOMALIES), "claim held"]
+    columns = [*C.ANOMALIES, *FACTS]
+    names = [*(JEPSEN[a] for a in C.ANOMALIES), *FACTS.values(), "claim held"]
     shade = LinearSegmentedColormap.from_list("k_of_n", ["#ffffff", COLORS["duplicate"]])
+    fact_shade = LinearSegmentedColormap.from_list("fact", ["#ffffff", COLORS["read"]])
     fig = LabFigure(figsize=(1.0 + 0.95 * len(names), 1.6 + 0.32 * len(cells)),
                     layout="constrained")
     ax = fig.add_subplot()
     for y, cell in enumerate(cells):
         c = table_[cell]
         n = c["n"]
-        for x, a in enumerate(C.ANOMALIES):
+        for x, a in enumerate(columns):
             k = c["k"][a]
             broken = a in c["broken"]
-            ax.add_patch(_rect(x, y, shade(k / n), "black" if broken else "#dddddd",
+            face = (fact_shade if a in FACTS else shade)(k / n)
+            ax.add_patch(_rect(x, y, face, "black" if broken else "#dddddd",
                                2.0 if broken else 0.5))
             ax.text(x, y, f"{k}/{n}", ha="center", va="center", fontsize=8,
                     color="#999999" if k == 0 else ("white" if k / n > 0.6 else "black"))
         held = c["held"]
-        x = len(C.ANOMALIES)
+        x = len(columns)
         ax.add_patch(_rect(x, y, COLORS["ok"] if held == n else COLORS["fail"], "white", 0.5))
         ax.text(x, y, f"{held}/{n}", ha="center", va="center", fontsize=8, color="white")
     ax.set_xlim(-0.5, len(names) - 0.5)

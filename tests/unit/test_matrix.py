@@ -193,8 +193,11 @@ def test_counts_and_heatmap_show_k_of_n_with_jepsen_names(tmp_path):
     runs = [python_run("AT_LEAST_ONCE", "lose_ack", duplicates=1, acks_lost=1, seed=1),
             python_run("AT_LEAST_ONCE", "lose_ack", acks_lost=1, seed=2),
             python_run("IDEMPOTENT", "lose_ack", duplicates=1, acks_lost=1),
-            spark_run("kafka", "crash_query", 2, 2)]
+            spark_run("kafka", "crash_query", 2, 2),
+            spark_run("kafka_txn", "kill_driver", 0, 3, aborted_visible_uncommitted=3)]
     cells = M.counts(runs)
+    assert cells[("spark/kafka_txn", "kill_driver")]["k"]["aborted_visible_uncommitted"] == 1
+    assert cells[("spark/kafka_txn", "kill_driver")]["held"] == 1
     assert cells[("AT_LEAST_ONCE", "lose_ack")]["k"]["duplicates"] == 1
     assert cells[("AT_LEAST_ONCE", "lose_ack")]["n"] == 2
     assert cells[("AT_LEAST_ONCE", "lose_ack")]["held"] == 1  # seed 2 lacked the dup
@@ -204,9 +207,11 @@ def test_counts_and_heatmap_show_k_of_n_with_jepsen_names(tmp_path):
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert labels[:3] == ["lost write", "duplicate", "aborted read (G1a)"]
-    assert labels[-1] == "claim held"
+    assert labels[-3:] == ["aborted, seen by read_uncommitted", "zombie fenced",
+                           "claim held"]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
-        "AT_LEAST_ONCE  lose_ack", "IDEMPOTENT  lose_ack", "spark/kafka  crash_query"]
+        "AT_LEAST_ONCE  lose_ack", "IDEMPOTENT  lose_ack", "spark/kafka  crash_query",
+        "spark/kafka_txn  kill_driver"]
     texts = [t.get_text() for t in ax.texts]
     assert texts.count("1/2") == 2  # the duplicate column, and the claim column
     framed = [p for p in ax.patches if p.get_linewidth() == 2.0]
