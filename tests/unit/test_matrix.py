@@ -11,7 +11,8 @@ from deliverylab import matrix as M
 from deliverylab.checker import check
 from deliverylab.history import History, Read
 from deliverylab.modes import mode
-from deliverylab.scenario import SPARK_CLAIMS, RunResult, Scenario
+from deliverylab.faults import FAULTS
+from deliverylab.scenario import SPARK_CLAIMS, SPARK_FAULTS, RunResult, Scenario
 from deliverylab.streaming import SINKS
 
 
@@ -109,6 +110,11 @@ def test_spark_scenarios_are_checked_and_seed_their_crash_batch():
 
 
 # --- claims and the table ---------------------------------------------------------------
+
+
+def test_spark_rows_draw_their_faults_from_the_one_registry():
+    assert SPARK_FAULTS == ("none", "crash_query", "kill_driver")
+    assert all(FAULTS[f].kind == "client" for f in SPARK_FAULTS[1:])
 
 
 def test_every_spark_row_has_a_claim_for_both_crashes():
