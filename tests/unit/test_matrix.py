@@ -9,9 +9,9 @@ import pytest
 
 from deliverylab import matrix as M
 from deliverylab.checker import check
+from deliverylab.faults import FAULTS
 from deliverylab.history import History, Read
 from deliverylab.modes import mode
-from deliverylab.faults import FAULTS
 from deliverylab.scenario import SPARK_CLAIMS, SPARK_FAULTS, RunResult, Scenario
 from deliverylab.streaming import SINKS
 
