@@ -344,10 +344,8 @@ def heatmap(runs: Iterable[RunResult], title: str | None = None, save: Any = Non
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
-    seeds = max(table_[c]["n"] for c in cells)
-    ax.set_title(title or f"The anomaly matrix: runs showing each anomaly (k/n, up to "
-                 f"{seeds} seeds per cell); framed = not allowed by the row's promise",
-                 fontsize=9)
+    ax.set_title(title or "The anomaly matrix: in k of n runs each anomaly appeared; "
+                 "framed = not allowed by the row's promise", fontsize=9)
     return _finish(fig, save)
 
 
