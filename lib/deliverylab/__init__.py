@@ -38,6 +38,7 @@ _MODULES: dict[str, str] = {
     "inspector": "Inspector",
     "segments": "log_batches producer_summary",
     "plots": "",
+    "matrix": "",
     "widgets": "FaultPanel FaultSpec fault_buttons",
     "consoles": "TxnConsole",
     "progressbar": "busy progress",
