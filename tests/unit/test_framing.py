@@ -614,3 +614,26 @@ def test_heal_lets_a_held_request_go_on(setup):
         proxy.heal()
         assert read_responses(c, 1) == [1]
     assert broker.cids() == [1] and proxy.faults() == []
+
+
+def test_nemesis_hold_and_inject_are_fault_ops(setup):
+    from types import SimpleNamespace
+
+    from deliverylab.history import History
+    from deliverylab.nemesis import Nemesis, NemesisError
+
+    proxy, broker = setup
+    broker.answers[26] = throttle_error(0)
+    history = History()
+    nemesis = Nemesis(SimpleNamespace(proxies={1: proxy}, nodes=[1]), history)
+    with pytest.raises(NemesisError, match="no request is held"):
+        nemesis.inject_held()
+    record = nemesis.apply("hold_request", api="EndTxn", client_id="app")
+    with connect(proxy) as c:
+        c.sendall(request(26, 1, 7, "app"))
+        assert record.handle.wait(2)
+    done = nemesis.inject_held()
+    assert "the broker answered NONE" in done.did
+    assert [(op.fault, op.kind) for op in history.faults()] == [
+        ("hold_request", "fault"), ("inject_held", "fault")]
+    assert broker.cids() == [7]
