@@ -49,6 +49,7 @@ _MODULES: dict[str, str] = {
     "servicecheck": "count_effects",
     "dbviews": "",
     "cost": "",
+    "bugs": "",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

@@ -1,0 +1,78 @@
+"""The published-bug reproductions without a cluster: their registry, arguments, verdicts.
+
+The reproductions themselves run on a real broker (tests/integration/test_bugs.py); here
+the Checker's judgement of their evidence is checked on hand-written histories.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from deliverylab import bugs
+from deliverylab import checker as C
+from deliverylab.errors import BadValue, LabError
+from deliverylab.history import History, Read
+
+
+def test_every_bug_names_a_checker_anomaly_and_its_fix():
+    for name, bug in bugs.BUGS.items():
+        assert bug.name == name and bug.anomaly in C.ANOMALIES
+        assert bug.reference and bug.fixed_by
+
+
+def test_a_reproduction_needs_the_proxy_and_sane_times():
+    bare = SimpleNamespace(proxies={})
+    with pytest.raises(LabError, match="proxy=True"):
+        bugs.expired_producer(bare)
+    with pytest.raises(LabError, match="proxy=True"):
+        bugs.stale_end_txn(bare)
+    proxied = SimpleNamespace(proxies={1: object()})
+    with pytest.raises(BadValue, match="expiration_ms"):
+        bugs.expired_producer(proxied, expiration_ms=0)
+    with pytest.raises(BadValue, match="hold_s"):
+        bugs.expired_producer(proxied, expiration_ms=1500, hold_s=30.0)
+
+
+def _expired_history(copies: int) -> tuple[History, list[Read]]:
+    """What expired_producer records: one acknowledged send, a lost ack, a held retry."""
+    h = History()
+    h.record("nemesis", "fault", "info", fault="lose_ack")
+    h.record("nemesis", "fault", "info", fault="hold_request")
+    h.record("nemesis", "fault", "info", fault="release_held", detail="answered NONE")
+    h.record("idempotent", "send", "ok", ["idempotent:0"], topic="t", partition=0, offset=0)
+    reads = [Read("t", 0, o, "idempotent:0", "read_uncommitted") for o in range(copies)]
+    return h, reads
+
+
+def test_a_forgotten_producer_duplicate_is_judged_a_duplicate():
+    h, reads = _expired_history(2)
+    result = C.check(h, reads)
+    rep = bugs.Reproduction("expired_producer", "bug", "t", h, reads, result, ["NONE"], 1.0)
+    assert rep.anomalies == 1 and not result.valid
+    assert "1 duplicates" in rep.summary() or "1 duplicate" in rep.summary()
+    h, reads = _expired_history(1)
+    fixed = bugs.Reproduction("expired_producer", "fixed", "t", h, reads, C.check(h, reads),
+                              ["NONE"], 1.0)
+    assert fixed.anomalies == 0 and fixed.to_dict()["result"]["valid"]
+
+
+def test_a_committed_value_of_an_aborted_transaction_is_an_aborted_read():
+    h = History()
+    h.record("shop", "begin_txn", "ok", txn="shop/txn-1")
+    h.record("shop", "send", "ok", ["shop:0"], topic="t", partition=0, offset=0,
+             txn="shop/txn-1")
+    h.record("shop", "commit_txn", "ok", txn="shop/txn-1")
+    h.record("shop", "begin_txn", "ok", txn="shop/txn-2")
+    h.record("shop", "send", "ok", ["shop:1"], topic="t", partition=0, offset=2,
+             txn="shop/txn-2")
+    h.record("nemesis", "fault", "info", fault="inject_held", detail="answered NONE")
+    h.record("shop", "abort_txn", "fail", txn="shop/txn-2", error="INVALID_TXN_STATE")
+    torn = [Read("t", 0, 0, "shop:0", "read_committed"), Read("t", 0, 2, "shop:1",
+                                                              "read_committed")]
+    rep = bugs.Reproduction("stale_end_txn", "bug", "t", h, torn, C.check(h, torn),
+                            ["NONE"], 1.0)
+    assert rep.anomalies == 1 and rep.result.examples[C.ABORTED_READS][0]["value"] == "shop:1"
+    intact = torn[:1]
+    assert C.check(h, intact).counts[C.ABORTED_READS] == 0
