@@ -312,3 +312,47 @@ def java_stale_end_txn(cluster: Any, history: History | None = None,
     return {"late": late, "version": hold.held[0].head.api_version, "exit": proc.returncode,
             "seconds": round(time.monotonic() - t0, 2), "topic": topic,
             "tool_output": out.strip().splitlines()[-1:] if out else []}
+
+
+# --- buttons -------------------------------------------------------------------------
+
+#: The chapter's buttons, by the names a headless schedule presses.
+ACTIONS = ("Expired producer", "Expiration above timeout", "Stale EndTxn", "Java client")
+
+
+def buttons(cluster: Any, expiration_ms: int = 1500, fixed_expiration_ms: int = 60_000,
+            runs: list[Any] | None = None) -> list[Any]:
+    """Buttons for a :class:`~deliverylab.widgets.FaultPanel`: each runs one reproduction
+    (or its fix) once, on a fresh topic, and returns its one-line verdict. Every run is
+    appended to ``runs`` (when given), so a chapter can look at what was pressed."""
+    from .widgets import FaultSpec
+
+    kept = runs if runs is not None else []
+    hold_s = (expiration_ms + 2 * CHECK_INTERVAL_MS + 1000) / 1000
+
+    def once(fn: Any, **kwargs: Any) -> Any:
+        def press() -> str:
+            rep = fn(cluster, **kwargs)
+            kept.append(rep)
+            if isinstance(rep, dict):
+                return (f"the Java client's stale EndTxn (v{rep['version']}) was answered "
+                        f"{', '.join(map(str, rep['late']))}")
+            return rep.summary()
+        press.__name__ = fn.__name__
+        return press
+
+    return [
+        FaultSpec(ACTIONS[0], once(expired_producer, expiration_ms=expiration_ms),
+                  help="lose an idempotent producer's ack, hold its retry past "
+                       "producer.id.expiration.ms", style="danger"),
+        FaultSpec(ACTIONS[1], once(expired_producer, expiration_ms=fixed_expiration_ms,
+                                   hold_s=hold_s),
+                  help="the same late retry, with the expiration above the delivery "
+                       "timeout", style="success"),
+        FaultSpec(ACTIONS[2], once(stale_end_txn),
+                  help="hold transaction 1's EndTxn, inject it into transaction 2, abort "
+                       "transaction 2", style="danger"),
+        FaultSpec(ACTIONS[3], once(java_stale_end_txn),
+                  help="the same stale EndTxn against Kafka's Java client (protocol 2)",
+                  style="success"),
+    ]

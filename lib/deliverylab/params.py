@@ -187,6 +187,13 @@ SPECS: dict[str, dict[str, Spec]] = {
         "commit_interval_ms": Spec("float", 1, 60_000), "reps": Spec("int", 1, 50),
         "seconds": Spec("float", 0.2, 600), "latency_seconds": Spec("float", 0.5, 600),
         "rate": Spec("float", 1, 10_000), "ctp_values": Spec("int", 0, 1_000_000)},
+    "09_kafka_bugs": {
+        "backend": BACKEND, "seed": _COMMON["seed"], "results_path": _COMMON["results_path"],
+        "runs": Spec("int", 1, 50), "expiration_ms": Spec("int", 100, 10_000),
+        "fixed_expiration_ms": Spec("int", 20_000, 86_400_000),
+        "java_runs": Spec("int", 0, 50),
+        "actions": Spec("names", choices=("Expired producer", "Expiration above timeout",
+                                          "Stale EndTxn", "Java client"))},
 }
 
 

@@ -85,6 +85,17 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                         >= 2 * max(o["e2e_p95_ms"]["txn 10ms"],
                                                    o["e2e_p95_ms"]["txn 100ms"])
                                         and len(o["table"]["rows"]) >= 7),
+    "09_kafka_bugs": lambda o: (o["expired_duplicates"] == [1] * o["runs"]
+                                and o["kept_duplicates"] == [0] * o["runs"]
+                                and o["expired_late"] == [["NONE"]] * o["runs"]
+                                and o["stale_aborted_reads"] == [1] * o["runs"]
+                                and o["stale_late"] == [["NONE"]] * o["runs"]
+                                and o["disk_commit_markers"] == 2
+                                and len(o["java_late"]) == o["java_runs"] >= 1
+                                and all(late and late[0] != "NONE"
+                                        for late in o["java_late"])
+                                and o["buttons_pressed"] == ["Stale EndTxn",
+                                                             "Expiration above timeout"]),
 }
 
 
