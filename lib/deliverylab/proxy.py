@@ -159,8 +159,10 @@ class Hold:
     chosen request's frame (and everything the client pipelined after it on that
     connection), lets ``skip`` earlier matching requests through first, and then:
 
-    - :meth:`release` forwards it on the client's own connection, if the client still
-      waits there (a retry that arrives late); the client gets the answer.
+    - :meth:`release` forwards it on the connection it came on (a retry that arrives
+      late); a client still waiting gets the answer. The proxy reads nothing more from
+      that client once it holds the request, so even a client that gave up and closed
+      leaves the broker side of the connection open for the late request.
     - :meth:`inject` sends the kept bytes to the broker on a connection of the proxy's
       own, once the client has given up and moved on (a stale request surfacing); the
       client's connection, if still open, is closed first.
@@ -552,13 +554,16 @@ class _Link:
     def release_held(self, held: HeldRequest) -> None:
         """Send a held request on this connection, or inject it if the client left."""
         if self.closed:
+            held.how = "injected"  # before the task runs: its answer is now awaited
             self.proxy._loop.create_task(self.proxy._send_alone(held))
             return
         held.how = "released"
         self.watch[held.head.correlation_id] = held
-        self.release_hold()
+        # Read nothing from the client until the answer came: a client that gave up
+        # would be seen closing, and the link with it, before the broker answered.
+        self.release_hold(keep_paused=True)
 
-    def release_hold(self) -> None:
+    def release_hold(self, keep_paused: bool = False) -> None:
         """``heal`` before the target's response came: let everything through again."""
         if self.target is not None:
             self.target[1]._unarm()
@@ -573,7 +578,8 @@ class _Link:
         held, self.held = self.held, []
         for data in held:
             self.to_broker.send(data)
-        self.client.unpause("hold")
+        if not keep_paused:
+            self.client.unpause("hold")
 
     # -- broker -> client
     def from_broker(self, data: bytes) -> None:
@@ -591,6 +597,8 @@ class _Link:
             if watched is not None:
                 code = parse_response_error(key, watched.head.api_version, frame.head)
                 watched.hold._answered(watched, error_name_of(code))
+                if not self.watch:
+                    self.client.unpause("hold")
             if loss is None:
                 proxy._count_response(key, frame.length)
                 continue

@@ -637,3 +637,18 @@ def test_nemesis_hold_and_inject_are_fault_ops(setup):
     assert [(op.fault, op.kind) for op in history.faults()] == [
         ("hold_request", "fault"), ("inject_held", "fault")]
     assert broker.cids() == [7]
+
+
+def test_release_after_the_client_left_uses_the_kept_broker_connection(setup):
+    proxy, broker = setup
+    broker.answers[26] = throttle_error(0)
+    hold = proxy.hold("EndTxn")
+    with connect(proxy) as c:
+        c.sendall(request(26, 1, 5))
+        assert hold.wait(2)
+    # The client gave up and closed; the proxy reads nothing more from it, so the link
+    # and its broker connection stay open for the late request.
+    time.sleep(0.2)
+    assert proxy.stats()["connections_open"] == 1
+    assert hold.release() == ["NONE"] and hold.held[0].how == "released"
+    assert broker.cids() == [5]
