@@ -125,7 +125,7 @@ def set_broker_default(cluster: Any, name: str, value: object) -> None:
     resource = ConfigResource(ResourceType.BROKER, "", incremental_configs=[
         ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)])
     try:
-        for future in cluster.admin.incremental_alter_configs([resource]).values():
+        for future in cluster.admin().incremental_alter_configs([resource]).values():
             future.result(30)
     except KafkaException as exc:
         raise LabError(f"could not set {name}={value} on the brokers: "

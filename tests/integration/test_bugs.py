@@ -32,7 +32,7 @@ def test_a_retry_after_the_producer_expired_is_written_twice_every_time(cluster:
 
 
 def test_expiration_longer_than_the_delivery_timeout_deduplicates_every_time(cluster: Cluster):
-    runs = [bugs.expired_producer(cluster, expiration_ms=60_000, hold_s=2.7)
+    runs = [bugs.expired_producer(cluster, expiration_ms=60_000, hold_s=2.9)
             for _ in range(REPEAT)]
     assert [r.anomalies for r in runs] == [0] * REPEAT, [r.summary() for r in runs]
     assert all(r.result.valid and r.variant == "fixed" for r in runs)
