@@ -76,3 +76,18 @@ def test_a_committed_value_of_an_aborted_transaction_is_an_aborted_read():
     assert rep.anomalies == 1 and rep.result.examples[C.ABORTED_READS][0]["value"] == "shop:1"
     intact = torn[:1]
     assert C.check(h, intact).counts[C.ABORTED_READS] == 0
+
+
+def test_the_buttons_are_the_chapters_actions_and_record_their_runs(monkeypatch):
+    from deliverylab import params
+
+    runs: list = []
+    specs = bugs.buttons(SimpleNamespace(proxies={1: object()}), runs=runs)
+    assert tuple(s.label for s in specs) == bugs.ACTIONS
+    assert params.SPECS["09_kafka_bugs"]["actions"].choices == bugs.ACTIONS
+    fake = bugs.Reproduction("expired_producer", "bug", "t", History(), [],
+                             C.check([], []), ["NONE"], 0.1)
+    monkeypatch.setattr(bugs, "stale_end_txn", lambda cluster: fake)
+    specs = bugs.buttons(SimpleNamespace(proxies={1: object()}), runs=runs)
+    assert specs[2].method().startswith("Idempotence isn't forever (bug)")
+    assert runs == [fake]
