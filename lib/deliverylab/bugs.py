@@ -121,11 +121,12 @@ def _fresh(prefix: str) -> str:
 
 
 def set_broker_default(cluster: Any, name: str, value: object) -> None:
-    """Set a dynamic broker config for every broker (the cluster-wide default), at once."""
-    resource = ConfigResource(ResourceType.BROKER, "", incremental_configs=[
+    """Set a dynamic broker config on every broker of the cluster, at once."""
+    resources = [ConfigResource(ResourceType.BROKER, str(node), incremental_configs=[
         ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)])
+        for node in cluster.nodes]
     try:
-        for future in cluster.admin().incremental_alter_configs([resource]).values():
+        for future in cluster.admin().incremental_alter_configs(resources).values():
             future.result(30)
     except KafkaException as exc:
         raise LabError(f"could not set {name}={value} on the brokers: "
