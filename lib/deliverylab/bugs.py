@@ -78,7 +78,17 @@ BUGS: dict[str, Bug] = {
         "KAFKA-17754; Jepsen, Bufstream 0.1.0 (2024) section 5.4; KIP-890",
         "transaction protocol 2 (KIP-890 part 2): Java clients >= 4.0 on a cluster with "
         "transaction.version=2 bump the epoch every transaction", C.ABORTED_READS),
+    "hanging_transaction": Bug(
+        "hanging_transaction", "A hanging transaction",
+        "KAFKA-12671; KIP-890 part 1 (transaction.partition.verification.enable, 3.6)",
+        "transaction.partition.verification.enable=true (the default since 3.6): the "
+        "partition leader asks the coordinator before a transaction's first write",
+        "hung_partitions"),  # HUNG, judged by hung_partitions()
 }
+
+#: The anomaly of a hanging transaction: a partition whose last stable offset stays
+#: below its high watermark although no transaction of the History is open.
+HUNG = "hung_partitions"
 
 
 @dataclass
@@ -101,7 +111,10 @@ class Reproduction:
 
     @property
     def anomalies(self) -> int:
-        return self.result.counts.get(BUGS[self.bug].anomaly, 0)
+        anomaly = BUGS[self.bug].anomaly
+        if anomaly == HUNG:
+            return len(self.notes.get(HUNG, []))
+        return self.result.counts.get(anomaly, 0)
 
     def summary(self) -> str:
         b = BUGS[self.bug]
@@ -313,6 +326,117 @@ def java_stale_end_txn(cluster: Any, history: History | None = None,
     return {"late": late, "version": hold.held[0].head.api_version, "exit": proc.returncode,
             "seconds": round(time.monotonic() - t0, 2), "topic": topic,
             "tool_output": out.strip().splitlines()[-1:] if out else []}
+
+
+# --- a hanging transaction -----------------------------------------------------------
+
+
+def open_transactions(history: Any) -> list[str]:
+    """Transactions of the History begun and not ended (no commit or abort op at all)."""
+    begun: dict[str, None] = {}
+    ended = set()
+    for op in history:
+        if op.kind == "begin_txn" and op.txn:
+            begun[op.txn] = None
+        elif op.kind in ("commit_txn", "abort_txn") and op.txn:
+            ended.add(op.txn)
+    return [t for t in begun if t not in ended]
+
+
+def hung_partitions(history: Any, bounds: list[dict[str, int]]) -> list[dict[str, int]]:
+    """A checker of hanging transactions: the partitions held back (last stable offset
+    below the high watermark) while no transaction of the History is open.
+
+    Why the History: an open transaction holds its partitions back by design (chapter
+    04); only when every transaction the clients began has ended is a held-back
+    partition a transaction nobody will ever end. A History with an open transaction
+    is judged not at all (an empty list would be a claim; this raises instead).
+    """
+    still = open_transactions(history)
+    if still:
+        raise LabError(f"cannot judge hanging transactions while {', '.join(still)} is "
+                       "open: end it first")
+    return [b for b in bounds if b["last_stable_offset"] < b["high_watermark"]]
+
+
+def parse_hanging(text: str) -> list[dict[str, Any]]:
+    """Rows of ``kafka-transactions find-hanging`` (header line, then one row each)."""
+    lines = [ln.split() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines or lines[0][:2] != ["Topic", "Partition"]:
+        return []
+    head = lines[0]
+    return [dict(zip(head, row, strict=False)) for row in lines[1:] if len(row) >= 6]
+
+
+def hanging_transaction(cluster: Any, verification: bool = False,
+                        history: History | None = None, request_timeout_ms: int = 3000,
+                        process: str = "late-writer", repair: bool = True) -> Reproduction:
+    """KIP-890 part 1: a transaction's write, held until after the transaction aborted.
+
+    1. A transactional producer (librdkafka) begins, writes one value. The proxy holds
+       the Produce request; the client times out and aborts the transaction (the
+       coordinator writes the ABORT marker).
+    2. The proxy injects the held Produce. With
+       ``transaction.partition.verification.enable=false`` (set here, dynamically) the
+       leader appends it: a transactional batch after its transaction's end, which no
+       marker will ever close. The last stable offset is stuck; read_committed readers
+       stall. Kafka's ``kafka-transactions find-hanging`` lists it.
+    3. With ``repair``, ``kafka-transactions abort`` writes the missing ABORT marker and
+       the partition moves again (recorded in ``notes``).
+
+    With ``verification=True`` (the default since 3.6) the leader asks the coordinator
+    first and refuses the late write: nothing hangs.
+    """
+    _require_proxy(cluster, "hanging_transaction")
+    t0 = time.monotonic()
+    history = history if history is not None else History()
+    set_broker_default(cluster, "transaction.partition.verification.enable",
+                       "true" if verification else "false")
+    try:
+        topic = cluster.create_topic(_fresh("hanging"), partitions=1)
+        client_id = _fresh(process)
+        nemesis = Nemesis(cluster, history)
+        producer = Producer(config(cluster.bootstrap_servers, **{
+            "client.id": client_id, "transactional.id": f"tx-{client_id}",
+            "socket.timeout.ms": request_timeout_ms,
+            "message.timeout.ms": 2 * request_timeout_ms, "transaction.timeout.ms": 60_000}))
+        recorder = Recorder(history, process, topic)
+        producer.init_transactions(30)
+        history.record(process, "init_txn", "ok", detail=f"tx-{client_id}")
+        hold = nemesis.hold_request("Produce", client_id=client_id,
+                                    node=cluster.leader(topic)).handle
+        txn = f"{process}/txn-1"
+        producer.begin_transaction()
+        history.record(process, "begin_txn", "ok", txn=txn)
+        recorder.send(producer, ValueId(process, 0), partition=0, txn=txn)
+        if not hold.wait(10):
+            raise LabError(f"the proxy never saw a Produce from client {client_id}")
+        notes: dict[str, Any] = {"verification": verification,
+                                 "abort": _end(producer, history, process, txn, "abort")}
+        recorder.settle()
+        late = nemesis.inject_held().handle[0].errors
+        time.sleep(0.5)  # let a refused or accepted write settle before looking
+        bounds = readers.bounds(cluster, topic)
+        notes[HUNG] = hung_partitions(history, bounds)
+        notes["read_committed_sees"] = len(readers.peek(cluster, topic, "read_committed", 2))
+        notes["read_uncommitted_sees"] = len(readers.peek(cluster, topic, "read_uncommitted",
+                                                          2))
+        leader = cluster.leader(topic)
+        found = parse_hanging(cluster.tool(
+            "kafka-transactions", "find-hanging", "--broker-id", str(leader),
+            "--max-transaction-timeout", "0"))
+        notes["find_hanging"] = [row for row in found if row.get("Topic") == topic]
+        if repair and notes[HUNG]:
+            start = notes[HUNG][0]["last_stable_offset"]
+            cluster.tool("kafka-transactions", "abort", "--topic", topic, "--partition", "0",
+                         "--start-offset", str(start))
+            notes["after_repair"] = readers.wait_stable(cluster, topic, timeout=30)
+        reads = readers.read_back(cluster, [topic], "read_uncommitted")
+        result = C.check(history, reads)
+    finally:
+        set_broker_default(cluster, "transaction.partition.verification.enable", "true")
+    return Reproduction("hanging_transaction", "fixed" if verification else "bug", topic,
+                        history, reads, result, late, time.monotonic() - t0, notes)
 
 
 # --- buttons -------------------------------------------------------------------------

@@ -49,3 +49,21 @@ def test_the_java_client_refuses_the_stale_end_txn_every_time(cluster: Cluster):
     runs = [bugs.java_stale_end_txn(cluster) for _ in range(REPEAT)]
     assert all(r["late"] and r["late"][0] != "NONE" for r in runs), runs
     assert all(r["version"] >= 5 for r in runs), runs  # transaction protocol 2
+
+
+def test_a_late_write_without_verification_hangs_its_partition_every_time(cluster: Cluster):
+    runs = [bugs.hanging_transaction(cluster, verification=False) for _ in range(REPEAT)]
+    assert [r.anomalies for r in runs] == [1] * REPEAT, [r.notes for r in runs]
+    for r in runs:
+        assert r.late == ["NONE"] and r.notes["abort"] == "ok"
+        assert r.notes["read_committed_sees"] == 0 and r.notes["read_uncommitted_sees"] == 1
+        assert len(r.notes["find_hanging"]) == 1  # Kafka's own tool lists it
+        after = r.notes["after_repair"][0]  # kafka-transactions abort cleared it
+        assert after["last_stable_offset"] == after["high_watermark"]
+
+
+def test_verification_refuses_the_late_write_every_time(cluster: Cluster):
+    runs = [bugs.hanging_transaction(cluster, verification=True) for _ in range(REPEAT)]
+    assert [r.anomalies for r in runs] == [0] * REPEAT, [r.notes for r in runs]
+    assert all(r.late and r.late[0] != "NONE" and r.notes["find_hanging"] == []
+               for r in runs), [(r.late, r.notes) for r in runs]

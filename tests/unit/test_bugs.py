@@ -18,7 +18,7 @@ from deliverylab.history import History, Read
 
 def test_every_bug_names_a_checker_anomaly_and_its_fix():
     for name, bug in bugs.BUGS.items():
-        assert bug.name == name and bug.anomaly in C.ANOMALIES
+        assert bug.name == name and bug.anomaly in (*C.ANOMALIES, bugs.HUNG)
         assert bug.reference and bug.fixed_by
 
 
@@ -91,3 +91,38 @@ def test_the_buttons_are_the_chapters_actions_and_record_their_runs(monkeypatch)
     specs = bugs.buttons(SimpleNamespace(proxies={1: object()}), runs=runs)
     assert specs[2].method().startswith("Idempotence isn't forever (bug)")
     assert runs == [fake]
+
+
+def _txn_history(end: bool) -> History:
+    h = History()
+    h.record("late-writer", "begin_txn", "ok", txn="late-writer/txn-1")
+    h.record("late-writer", "send", "fail", ["late-writer:0"], topic="t",
+             txn="late-writer/txn-1", error="_PURGE_INFLIGHT")
+    if end:
+        h.record("late-writer", "abort_txn", "ok", txn="late-writer/txn-1")
+    return h
+
+
+def test_a_partition_held_back_after_every_transaction_ended_is_hung():
+    stuck = [{"partition": 0, "log_start_offset": 0, "high_watermark": 2,
+              "last_stable_offset": 1}]
+    moving = [{**stuck[0], "last_stable_offset": 2}]
+    done = _txn_history(end=True)
+    assert bugs.hung_partitions(done, stuck) == stuck
+    assert bugs.hung_partitions(done, moving) == []
+    with pytest.raises(LabError, match="late-writer/txn-1 is open"):
+        bugs.hung_partitions(_txn_history(end=False), stuck)  # held back by design
+    rep = bugs.Reproduction("hanging_transaction", "bug", "t", done, [], C.check(done, []),
+                            ["NONE"], 1.0, {bugs.HUNG: stuck})
+    assert rep.anomalies == 1
+
+
+def test_find_hanging_output_is_parsed():
+    text = ("Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\t"
+            "LastTimestamp\tDuration(min)\t\nhanging-1\t0\t7\t0\t0\t1\t1795451329270\t0\t\n")
+    rows = bugs.parse_hanging(text)
+    assert rows == [{"Topic": "hanging-1", "Partition": "0", "ProducerId": "7",
+                     "ProducerEpoch": "0", "CoordinatorEpoch": "0", "StartOffset": "1",
+                     "LastTimestamp": "1795451329270", "Duration(min)": "0"}]
+    assert bugs.parse_hanging("Topic\tPartition\tProducerId\n") == []
+    assert bugs.parse_hanging("") == []
