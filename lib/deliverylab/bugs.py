@@ -442,7 +442,8 @@ def hanging_transaction(cluster: Any, verification: bool = False,
 # --- buttons -------------------------------------------------------------------------
 
 #: The chapter's buttons, by the names a headless schedule presses.
-ACTIONS = ("Expired producer", "Expiration above timeout", "Stale EndTxn", "Java client")
+ACTIONS = ("Expired producer", "Expiration above timeout", "Stale EndTxn", "Java client",
+           "Hanging transaction", "Verified late write")
 
 
 def buttons(cluster: Any, expiration_ms: int = 1500, fixed_expiration_ms: int = 60_000,
@@ -479,5 +480,11 @@ def buttons(cluster: Any, expiration_ms: int = 1500, fixed_expiration_ms: int = 
                        "transaction 2", style="danger"),
         FaultSpec(ACTIONS[3], once(java_stale_end_txn),
                   help="the same stale EndTxn against Kafka's Java client (protocol 2)",
+                  style="success"),
+        FaultSpec(ACTIONS[4], once(hanging_transaction, verification=False),
+                  help="hold a transaction's write until it aborted, deliver it with "
+                       "partition verification off; find and abort it", style="danger"),
+        FaultSpec(ACTIONS[5], once(hanging_transaction, verification=True),
+                  help="the same late write with partition verification on (the default)",
                   style="success"),
     ]

@@ -193,7 +193,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         "fixed_expiration_ms": Spec("int", 20_000, 86_400_000),
         "java_runs": Spec("int", 0, 50),
         "actions": Spec("names", choices=("Expired producer", "Expiration above timeout",
-                                          "Stale EndTxn", "Java client"))},
+                                          "Stale EndTxn", "Java client",
+                                          "Hanging transaction", "Verified late write"))},
 }
 
 
