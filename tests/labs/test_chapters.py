@@ -94,6 +94,11 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                 and len(o["java_late"]) == o["java_runs"] >= 1
                                 and all(late and late[0] != "NONE"
                                         for late in o["java_late"])
+                                and o["hung_partitions"] == [1] * o["runs"]
+                                and o["hung_found"] == [1] * o["runs"]
+                                and o["hung_repaired"] == [True] * o["runs"]
+                                and o["verified_partitions"] == [0] * o["runs"]
+                                and all(late[0] != "NONE" for late in o["verified_late"])
                                 and o["buttons_pressed"] == ["Stale EndTxn",
                                                              "Expiration above timeout"]),
 }
