@@ -20,6 +20,11 @@ request); the Checker judges (:func:`deliverylab.checker.check` on a complete re
 - :func:`java_stale_end_txn` -- the fix: Kafka's own Java 4.1 client (transaction
   protocol 2, a new epoch every transaction) under the same delayed EndTxn: the broker
   refuses the stale request.
+- :func:`hanging_transaction` -- KAFKA-12671 / KIP-890 part 1: a transaction's write
+  delivered after the transaction aborted hangs its partition (the last stable offset
+  never moves) when ``transaction.partition.verification.enable`` is off; Kafka's
+  ``kafka-transactions find-hanging`` lists it and ``abort`` frees it. On (the default
+  since 3.6): refused. Judged by :func:`hung_partitions`.
 """
 
 from __future__ import annotations
