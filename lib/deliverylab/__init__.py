@@ -53,6 +53,7 @@ _MODULES: dict[str, str] = {
     "connect": "Connect file_source",
     "connect_runs": "Runs SourceFile fence_from_python",
     "connect_panel": "ConnectPanel plot_copies",
+    "bugs": "",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

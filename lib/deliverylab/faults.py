@@ -87,6 +87,15 @@ FAULTS: dict[str, Fault] = _faults(
           "their network); clients still reach it", "cluster", needs="docker"),
     Fault("delay_client", "Delay clients",
           "delay every byte between clients and one broker", "cluster"),
+    Fault("hold_request", "Hold a request",
+          "the proxy keeps the next request of one api (Produce, EndTxn...) from the "
+          "broker: the client hears nothing and gives up after its timeout", "cluster"),
+    Fault("release_held", "Release held request",
+          "the held request goes on, late, on its client's own connection (a retry that "
+          "arrives after the broker moved on)", "cluster"),
+    Fault("inject_held", "Inject held request",
+          "the held request reaches the broker on a connection of its own, after its "
+          "client gave up and moved on (a stale request surfacing)", "cluster"),
     Fault("heal", "Heal", "resume paused brokers, restart dead ones, heal the proxies",
           "cluster"),
     Fault("kill_worker", "Kill worker",

@@ -32,7 +32,7 @@ from .errors import LabError, QuorumWarning, bad_value
 from .faults import FAULTS, fault
 from .framing import api_key
 from .history import History
-from .proxy import AckLoss
+from .proxy import AckLoss, Hold
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -154,6 +154,7 @@ class Nemesis:
         self.windows: list[tuple[float, float, str]] = []
         self._isolated: dict[tuple[str, int], tuple[int, float, list[int]]] = {}
         self._topics: set[str] = set()  # topics faults touched: heal waits for them
+        self._holds: list[Hold] = []  # holds armed, until released or injected
         self._lock = threading.RLock()  # a button and a schedule may fire together
 
     def now(self) -> float:
@@ -215,6 +216,56 @@ class Nemesis:
                     self._proxy(n, "lose_ack").arm(loss)
                 did = f"will drop the next {count} {loss.api} response(s) of any broker"
             return self._record("lose_ack", args, t, did, node, loss)
+
+    def hold_request(self, api: str = "Produce", count: int = 1, skip: int = 0,
+                     client_id: str | None = None, node: int | None = None) -> FaultRecord:
+        """Keep the next ``count`` requests of ``api`` (after ``skip``) from the broker.
+
+        Armed on ``node``'s proxy, or on every proxy with one shared budget. The client
+        hears nothing and gives up after its own timeout; :meth:`release_held` or
+        :meth:`inject_held` delivers the request late. ``record.handle`` is the
+        :class:`~deliverylab.proxy.Hold`: ``record.handle.wait(10)`` returns once held.
+        """
+        with self._lock:
+            t = self.now()
+            hold = Hold(api, count, skip, client_id)
+            nodes = [node] if node is not None else sorted(self.cluster.proxies) or [0]
+            for n in nodes:
+                self._proxy(n, "hold_request").arm_hold(hold)
+            self._holds.append(hold)
+            args = {"api": api, "count": count, "skip": skip, "client_id": client_id,
+                    "node": node}
+            who = f" of client {client_id}" if client_id else ""
+            did = (f"will hold the next {count} {hold.api} request(s){who}"
+                   + (f" after letting {skip} through" if skip else ""))
+            return self._record("hold_request", args, t, did, node, hold)
+
+    def _deliver_held(self, name: str, how: str, timeout: float) -> FaultRecord:
+        with self._lock:
+            t = self.now()
+            holds, self._holds = [h for h in self._holds if h.held], [
+                h for h in self._holds if not h.held]
+            if not holds:
+                raise NemesisError(f"{name}: no request is held (call hold_request first "
+                                   "and wait until its handle says it holds one)")
+            errors: list[str | None] = []
+            for hold in holds:
+                errors += hold.release(timeout) if how == "released" else hold.inject(timeout)
+            apis = sorted({h.api for h in holds})
+            did = (f"{how} {len(errors)} held {'/'.join(apis)} request(s); the broker "
+                   f"answered {', '.join(str(e) for e in errors)}")
+            return self._record(name, {}, t, did, None, holds)
+
+    def release_held(self, timeout: float = 10.0) -> FaultRecord:
+        """Send the held requests on on their clients' connections (a late retry); the
+        broker's answers land in the fault op's detail."""
+        return self._deliver_held("release_held", "released", timeout)
+
+    def inject_held(self, timeout: float = 10.0) -> FaultRecord:
+        """Send the held requests to the broker on the proxy's own connection, after
+        their clients gave up (a stale request surfacing); the broker's answers land in
+        the fault op's detail (``NONE``: the stale request took effect)."""
+        return self._deliver_held("inject_held", "injected", timeout)
 
     def kill_leader(self, topic: str, partition: int = 0) -> FaultRecord:
         """SIGKILL the broker leading ``topic``/``partition`` now.
