@@ -1,0 +1,109 @@
+"""The compose path on a real engine: the JupyterLab container of ``docker/compose.yml``
+runs a chapter whose brokers are sibling containers, started through the mounted
+engine socket; without the socket the same image falls back to local processes.
+
+The lab image is built by ``docker/lab-image.sh``: from ``python:3.11-slim-bookworm``
+and PyPI where a registry answers, else (this project's CI) from a debootstrapped
+Debian base and an offline bundle of this machine's wheels and jars. Its label records
+its inputs, so only a change to the course rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from deliverylab.cluster import docker as dk
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark,
+              pytest.mark.timeout(2400)]
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER_DIR = ROOT / "docker"
+
+
+@pytest.fixture(scope="session")
+def lab_image(broker_image: str) -> str:
+    """The JupyterLab image, built (or found up to date) by ``docker/lab-image.sh``."""
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", str(DOCKER_DIR / "lab-image.sh")], capture_output=True,
+                          text=True, timeout=2400, env={**os.environ, "PYTHON": sys.executable})
+    assert proc.returncode == 0, f"building the lab image failed: {proc.stderr[-2000:]}"
+    image = proc.stdout.strip().splitlines()[-1]
+    print(f"lab image {image}: {time.monotonic() - t0:.0f} s ({proc.stderr.strip()})")
+    return image
+
+
+def _compose() -> list[str]:
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if subprocess.run(["docker-compose", "version"], capture_output=True).returncode == 0:
+        return ["docker-compose"]
+    pytest.fail("neither `docker compose` nor `docker-compose` is installed "
+                "(docker/engine.sh installs docker-compose)")
+
+
+def test_compose_file_has_no_idle_brokers_and_mounts_the_socket():
+    """What the compose path promises, read from the file compose runs: no broker
+    service idles beside the lab; the lab has the engine socket and the host network."""
+    proc = subprocess.run([*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "config"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "kafka-1" not in text and "DELIVERYLAB_BOOTSTRAP" not in text
+    assert "/var/run/docker.sock:/var/run/docker.sock" in text
+    assert "network_mode: host" in text
+
+
+def test_a_chapter_in_the_compose_lab_runs_its_brokers_as_sibling_containers(
+        lab_image: str, broker_image: str, tmp_path: Path):
+    """``docker compose run lab``: chapter 00 headless with its default ``backend="auto"``
+    picks containers by itself, holds its claim, and leaves nothing on the engine."""
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)  # the lab runs as uid 1000
+    before = set(dk.leftovers())
+    project = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, "DELIVERYLAB_LAB_IMAGE": lab_image, dk.IMAGE_ENV: broker_image}
+    cmd = [*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project, "run", "--rm",
+           "--no-deps", "-v", f"{out}:/home/lab/out", "-e", "DELIVERYLAB_PROGRESS=text",
+           "lab", "python", "-m", "deliverylab.course", "--small", "--no-html",
+           "--out", "/home/lab/out", "00_tour"]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+    finally:
+        subprocess.run([*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project,
+                        "down", "--remove-orphans"], env=env, capture_output=True, timeout=120)
+    print(f"chapter 00 in the lab container: {time.monotonic() - t0:.0f} s wall")
+    log = (proc.stdout + proc.stderr)[-3000:]
+    results_file = out / "00_tour.json"
+    assert results_file.is_file(), f"no results file; exit {proc.returncode}: {log}"
+    results = json.loads(results_file.read_text())
+    assert results["observed"]["backend"] == "docker", results["observed"]
+    assert results["pass"] is True, results["checks"]
+    assert results["observed"]["lost"] == 0
+    assert proc.returncode == 0, log
+    executed = (out / "00_tour.ipynb").read_text()
+    assert "→ containers" in executed, "the chapter did not say it picked containers"
+    left = set(dk.leftovers()) - before
+    assert left == set(), f"the chapter left containers or networks behind: {left}"
+    ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={project}"],
+                          capture_output=True, text=True).stdout.split()
+    assert ours == [], "compose left the lab container behind"
+
+
+def test_without_the_socket_the_lab_falls_back_to_local_processes(lab_image: str):
+    """The same image with no engine socket: ``auto`` says why and picks local JVMs."""
+    code = "from deliverylab.cluster import docker as dk; print(dk.choose('auto')[1])"
+    proc = subprocess.run(["docker", "run", "--rm", lab_image, "python", "-c", code],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("→ local JVM processes"), proc.stdout
+    assert "no Docker engine answers" in proc.stdout
