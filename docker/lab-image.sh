@@ -90,9 +90,25 @@ if [ "$OFFLINE" = 1 ]; then
     say "offline bundle (wheels and jars from this machine's caches)..."
     (cd "$ROOT" && PYTHONPATH="$ROOT/lib" "$PY" -m deliverylab.bundle make "$ctx/docker/lab-bundle" \
         >"$CACHE/lab-bundle.log" 2>&1) || fail "the offline bundle failed (log: $CACHE/lab-bundle.log)"
+    # The base's Python is Debian's (3.11.2), maybe older than this machine's: the newest
+    # release of a package can require a later 3.11.x. Add the wheels pip would pick for
+    # the base's exact version and glibc (bookworm: 2.36 and the manylinux tags below it).
+    pyv="$(docker run --rm --entrypoint python3 "$BASE" -c 'import platform; print(platform.python_version())')"
+    m="$(uname -m)"
+    tags=()
+    for t in manylinux_2_36 manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 \
+             manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 linux; do
+        tags+=(--platform "${t}_$m")
+    done
+    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from deliverylab.bundle import requirements, TOOLING; print("\n".join(requirements(extras=()) + TOOLING))' \
+        "$ROOT/lib" >"$ctx/requirements.txt"
+    "$PY" -m pip download --quiet --only-binary=:all: "${tags[@]}" --python-version "$pyv" \
+        --implementation cp --find-links "$ctx/docker/lab-bundle/wheels" \
+        --dest "$ctx/docker/lab-bundle/wheels" -r "$ctx/requirements.txt" >>"$CACHE/lab-bundle.log" 2>&1 \
+        || fail "wheels for the base's Python $pyv failed (log: $CACHE/lab-bundle.log)"
 fi
 say "building $IMAGE on $BASE"
-DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" -f "$ctx/docker/lab.Dockerfile" \
+DOCKER_BUILDKIT=0 docker build -q --force-rm -t "$IMAGE" -f "$ctx/docker/lab.Dockerfile" \
     --build-arg BASE="$BASE" --label "deliverylab.inputs=$inputs" "$ctx" \
     >/dev/null 2>"$CACHE/lab-build.log" || fail "docker build failed (log: $CACHE/lab-build.log): $(tail -1 "$CACHE/lab-build.log")"
 echo "$IMAGE"
