@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import pytest
 import yaml
 
 from deliverylab.cluster import docker as dk
+from deliverylab.cluster.cluster import free_ports
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark,
               pytest.mark.timeout(2400)]
@@ -83,23 +86,14 @@ def test_a_chapter_in_the_compose_lab_runs_its_brokers_as_sibling_containers(
            "--no-deps", "-v", f"{out}:/home/lab/out", "-e", "DELIVERYLAB_PROGRESS=text",
            "lab", "python", "-m", "deliverylab.course", "--small", "--no-html",
            "--out", "/home/lab/out", "00_tour"]
-    t0 = time.monotonic()
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+        results, executed = _run_chapter_00(cmd, out, env)
     finally:
         subprocess.run([*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project,
                         "down", "--remove-orphans"], env=env, capture_output=True, timeout=120)
-    print(f"chapter 00 in the lab container: {time.monotonic() - t0:.0f} s wall")
-    log = (proc.stdout + proc.stderr)[-3000:]
-    results_file = out / "00_tour.json"
-    assert results_file.is_file(), f"no results file; exit {proc.returncode}: {log}"
-    results = json.loads(results_file.read_text())
     assert results["observed"]["backend"] == "docker", results["observed"]
-    assert results["pass"] is True, results["checks"]
-    assert results["observed"]["lost"] == 0
-    assert proc.returncode == 0, log
-    executed = (out / "00_tour.ipynb").read_text()
-    assert "→ containers" in executed, "the chapter did not say it picked containers"
+    assert "image " in executed and "present → containers" in executed, \
+        "the chapter did not say it picked containers"
     left = set(dk.leftovers()) - before
     assert left == set(), f"the chapter left containers or networks behind: {left}"
     ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={project}"],
@@ -107,11 +101,76 @@ def test_a_chapter_in_the_compose_lab_runs_its_brokers_as_sibling_containers(
     assert ours == [], "compose left the lab container behind"
 
 
-def test_without_the_socket_the_lab_falls_back_to_local_processes(lab_image: str):
-    """The same image with no engine socket: ``auto`` says why and picks local JVMs."""
-    code = "from deliverylab.cluster import docker as dk; print(dk.choose('auto')[1])"
-    proc = subprocess.run(["docker", "run", "--rm", lab_image, "python", "-c", code],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith("→ local JVM processes"), proc.stdout
-    assert "no Docker engine answers" in proc.stdout
+def _run_chapter_00(cmd: list[str], out: Path, env: dict[str, str] | None = None
+                    ) -> tuple[dict, str]:
+    """Run ``cmd`` (which runs chapter 00 headless into ``out``); its results and log."""
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+    print(f"chapter 00 in the lab container: {time.monotonic() - t0:.0f} s wall")
+    log = (proc.stdout + proc.stderr)[-3000:]
+    results_file = out / "00_tour.json"
+    assert results_file.is_file(), f"no results file; exit {proc.returncode}: {log}"
+    results = json.loads(results_file.read_text())
+    assert results["pass"] is True, results["checks"]
+    assert results["observed"]["lost"] == 0
+    assert proc.returncode == 0, log
+    return results, (out / "00_tour.ipynb").read_text()
+
+
+def test_without_the_socket_the_same_chapter_runs_on_local_processes(lab_image: str,
+                                                                      tmp_path: Path):
+    """The same image with no engine socket (a student who removed it, or no Docker
+    rights): ``auto`` says why, and the chapter holds its claim on JVM brokers started
+    inside the lab container."""
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)
+    before = set(dk.leftovers())
+    name = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
+    cmd = ["docker", "run", "--rm", "--name", name, "-v", f"{out}:/home/lab/out",
+           "-e", "DELIVERYLAB_PROGRESS=text", lab_image, "python", "-m", "deliverylab.course",
+           "--small", "--no-html", "--out", "/home/lab/out", "00_tour"]
+    try:
+        results, executed = _run_chapter_00(cmd, out)
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+    assert results["observed"]["backend"] == "local", results["observed"]
+    assert "no Docker engine answers → local JVM processes" in executed
+    assert set(dk.leftovers()) - before == set()
+
+
+def test_compose_up_serves_jupyterlab_on_loopback_only(lab_image: str, broker_image: str):
+    """``docker compose up``: JupyterLab answers on the host's 127.0.0.1 at the chosen
+    port (the lab shares the host's network), and ``down`` removes it."""
+    port = free_ports(1)[0]
+    project = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, "DELIVERYLAB_LAB_IMAGE": lab_image, dk.IMAGE_ENV: broker_image,
+           "DELIVERYLAB_LAB_PORT": str(port)}
+    base = [*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project]
+    try:
+        up = subprocess.run([*base, "up", "-d"], env=env, capture_output=True, text=True,
+                            timeout=300)
+        assert up.returncode == 0, up.stderr[-2000:]
+
+        def answers() -> int | None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api", timeout=5) as r:
+                    return r.status
+            except (OSError, urllib.error.URLError):
+                return None
+
+        end = time.monotonic() + 120
+        while answers() != 200 and time.monotonic() < end:
+            time.sleep(1)
+        assert answers() == 200, subprocess.run([*base, "logs", "--no-color"], env=env,
+                                                capture_output=True, text=True).stdout[-2000:]
+        lines = subprocess.run(["ss", "-Htln", f"sport = :{port}"], capture_output=True,
+                               text=True).stdout.splitlines()
+        local = sorted({line.split()[3] for line in lines})
+        assert local == [f"127.0.0.1:{port}"], f"JupyterLab listens on {local}"
+    finally:
+        subprocess.run([*base, "down", "--remove-orphans"], env=env, capture_output=True,
+                       timeout=180)
+    ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={project}"],
+                          capture_output=True, text=True).stdout.split()
+    assert ours == [], "compose left containers behind"
