@@ -139,9 +139,12 @@ def test_without_the_socket_the_same_chapter_runs_on_local_processes(lab_image: 
     assert set(dk.leftovers()) - before == set()
 
 
-def test_compose_up_serves_jupyterlab_on_loopback_only(lab_image: str, broker_image: str):
+def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(
+        lab_image: str, broker_image: str):
     """``docker compose up``: JupyterLab answers on the host's 127.0.0.1 at the chosen
-    port (the lab shares the host's network), and ``down`` removes it."""
+    port (the lab shares the host's network). ``down`` while a process in the lab still
+    holds a cluster removes the lab *and* that cluster's sibling containers: the lab's
+    first process waits for the watchdogs before the container dies."""
     port = free_ports(1)[0]
     project = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
     env = {**os.environ, "DELIVERYLAB_LAB_IMAGE": lab_image, dk.IMAGE_ENV: broker_image,
@@ -168,9 +171,28 @@ def test_compose_up_serves_jupyterlab_on_loopback_only(lab_image: str, broker_im
                                text=True).stdout.splitlines()
         local = sorted({line.split()[3] for line in lines})
         assert local == [f"127.0.0.1:{port}"], f"JupyterLab listens on {local}"
+
+        owner = ("import time\nfrom deliverylab.cluster import Cluster\n"
+                 "c = Cluster(brokers=1, backend='auto', ready_timeout=240).start()\n"
+                 "open('/tmp/project', 'w').write(c.backend.project)\ntime.sleep(900)\n")
+        started = subprocess.run([*base, "exec", "-d", "lab", "python", "-c", owner], env=env,
+                                 capture_output=True, text=True, timeout=60)
+        assert started.returncode == 0, started.stderr
+
+        def cluster_project() -> str:
+            return subprocess.run([*base, "exec", "-T", "lab", "cat", "/tmp/project"], env=env,
+                                  capture_output=True, text=True, timeout=60).stdout.strip()
+
+        end = time.monotonic() + 240
+        while not cluster_project() and time.monotonic() < end:
+            time.sleep(2)
+        name = cluster_project()
+        assert name, "the cluster in the lab container did not start"
+        assert len(dk.leftovers(name)) == 3  # one broker container, two networks
     finally:
         subprocess.run([*base, "down", "--remove-orphans"], env=env, capture_output=True,
                        timeout=180)
     ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={project}"],
                           capture_output=True, text=True).stdout.split()
     assert ours == [], "compose left containers behind"
+    assert dk.leftovers(name) == [], "the cluster started in the lab outlived it"
