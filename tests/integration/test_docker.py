@@ -1,5 +1,5 @@
 """The Docker backend on a real engine: serving, kill/pause/partition, the lost ack,
-clean-up on stop and on kernel death, and the compose file.
+clean-up on stop and on kernel death (the compose path: test_docker_lab.py).
 
 The session fixture makes the engine and the broker image exist: ``docker/engine.sh``
 installs and starts ``dockerd`` when nothing answers (CI runs as root on a machine where
@@ -26,7 +26,6 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from deliverylab import jars
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.cluster import docker as dk
@@ -313,49 +312,6 @@ def test_kernel_death_removes_containers_and_networks(broker_image, tmp_path):
         owner.kill()
         owner.wait()
     wait_for("containers and networks removed", lambda: dk.leftovers(project) == [], 60)
-
-
-def test_compose_file_runs_the_same_configuration(broker_image):
-    """``docker/compose.yml`` on the image variable: three brokers form one cluster."""
-    compose = _compose_command()
-    if compose is None:
-        pytest.skip("neither `docker compose` nor `docker-compose` is installed")
-    written = dk.compose_config()
-    for name, text in written.items():  # the committed files are the generator's output
-        assert (DOCKER_DIR / "config" / name).read_text() == text, \
-            f"docker/config/{name} is stale: run `python -m deliverylab.cluster.docker`"
-    text = (DOCKER_DIR / "compose.yml").read_text()
-    assert f"apache/kafka:{jars.KAFKA_VERSION}" in text
-    project = f"deliverylab-test-{uuid.uuid4().hex[:6]}"
-    base = [*compose, "-f", str(DOCKER_DIR / "compose.yml"), "-p", project]
-    env = {**os.environ, dk.IMAGE_ENV: broker_image}
-    try:
-        up = subprocess.run([*base, "up", "-d", "kafka-1", "kafka-2", "kafka-3"], env=env,
-                            capture_output=True, text=True, timeout=300)
-        assert up.returncode == 0, up.stderr[-2000:]
-
-        def registered() -> bool:
-            logs = subprocess.run([*base, "logs", "--no-color"], env=env,
-                                  capture_output=True, text=True, timeout=60).stdout
-            return all(f"Registered broker {n}" in logs or
-                       f"RegisterBrokerRecord(brokerId={n}" in logs for n in (1, 2, 3)) \
-                and logs.count("Kafka Server started") >= 3
-
-        wait_for("three compose brokers registered in one cluster", registered, 180, 2)
-    finally:
-        subprocess.run([*base, "down", "-v", "--remove-orphans"], env=env,
-                       capture_output=True, timeout=300)
-    names = subprocess.run(["docker", "ps", "-a", "--filter", f"name={project}", "-q"],
-                           capture_output=True, text=True).stdout.split()
-    assert names == []
-
-
-def _compose_command() -> list[str] | None:
-    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
-        return ["docker", "compose"]
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    return None
 
 
 def test_a_missing_image_is_one_line_that_says_what_to_do(broker_image, monkeypatch):

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Entry of the lab image: run the command as the `lab` user (uid 1000), in the group that
+# owns the mounted Docker engine socket, so that chapters can start their brokers as
+# sibling containers. The socket's group id differs between machines (docker on Debian,
+# 0 on Docker Desktop), hence at start rather than at build. No socket: no extra group,
+# and the chapters run their brokers as local processes (backend "auto").
+#
+# As the container's first process it also stays until the chapters' clusters are gone:
+# when PID 1 exits the kernel kills every process of the container at once, and the
+# watchdogs (deliverylab/cluster/reaper.py) that remove a chapter's broker containers
+# would die with it, leaving those siblings running. So on `docker stop` / `compose down`
+# it stops the command, then every other process but the watchdogs, then waits for the
+# watchdogs to finish their `docker rm`. (`docker kill` allows none of this.)
+set -u
+groups=1000
+sock="${DOCKER_HOST:-unix:///var/run/docker.sock}"
+sock="${sock#unix://}"
+if [ -S "$sock" ]; then
+    groups="$groups,$(stat -c %g "$sock")"
+fi
+if [ "$(id -u)" != 0 ]; then
+    exec "$@"
+fi
+if [ "$$" != 1 ]; then
+    exec setpriv --reuid=1000 --regid=1000 --groups="$groups" -- "$@"
+fi
+
+setpriv --reuid=1000 --regid=1000 --groups="$groups" -- "$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+status=0
+while kill -0 "$child" 2>/dev/null; do
+    wait "$child"
+    status=$?
+done
+# Owners of clusters still running (a kernel Jupyter did not stop, a `docker exec`):
+# their end closes their watchdog's pipe, which is what makes it clean up.
+for pid in $(pgrep -v -f 'cluster/reaper\.py'); do
+    [ "$pid" -gt 1 ] && kill -TERM "$pid" 2>/dev/null
+done
+i=0
+while pgrep -f 'cluster/reaper\.py' >/dev/null && [ "$i" -lt 100 ]; do
+    sleep 0.5
+    i=$((i + 1))
+done
+exit "$status"

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Build the JupyterLab image (docker/lab.Dockerfile) with or without a registry.
+#
+# Why: `docker compose up` builds it from python:3.11-slim-bookworm and PyPI. Where no
+# image registry is reachable (CI here, classrooms behind a proxy) this builds the same
+# Dockerfile on a local base and an offline bundle instead:
+#   * deliverylab/debian-lab:bookworm, a Debian root filesystem made by debootstrap from
+#     the mirror apt uses, with Java 17, Python 3.11 and venv, the docker CLI (docker.io),
+#     make and ps (cached as a tarball: the slow part, once);
+#   * docker/lab-bundle/, filled by `python -m deliverylab.bundle make` (wheels and jars,
+#     from this machine's caches), so pip inside the build needs no network.
+# A second run finds the image (its label records the inputs) and does nothing.
+#
+#   docker/lab-image.sh        build if needed; prints the image name last
+# DELIVERYLAB_LAB_BASE=<image> builds on that base with PyPI (what compose does).
+# Needs root (debootstrap) the first time without a base, and a running engine.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(dirname "$HERE")"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+[ -x "$PY" ] || PY="$(command -v python3)"
+IMAGE="${DELIVERYLAB_LAB_IMAGE:-deliverylab/lab:latest}"
+SUITE=bookworm
+ARCH="$(dpkg --print-architecture 2>/dev/null || uname -m)"
+CACHE="${DELIVERYLAB_CACHE:-$HOME/.cache/deliverylab}/docker"
+ROOTFS="$CACHE/rootfs-$SUITE-lab-$ARCH.tar.gz"
+LOCAL_BASE="deliverylab/debian-lab:$SUITE"
+PACKAGES=openjdk-17-jre-headless,python3,python3-venv,docker.io,make,procps,ca-certificates
+
+mkdir -p "$CACHE"
+say() { echo "lab image: $*" >&2; }
+fail() { echo "lab image: $*" >&2; exit 1; }
+
+BASE="${DELIVERYLAB_LAB_BASE:-}"
+if [ -z "$BASE" ] && docker image inspect python:3.11-slim-bookworm >/dev/null 2>&1; then
+    BASE=python:3.11-slim-bookworm
+fi
+OFFLINE=0
+[ -n "$BASE" ] || { BASE="$LOCAL_BASE"; OFFLINE=1; }
+
+# What the image is made of: the course's files, the Dockerfile, the base.
+inputs="$(cd "$ROOT" && find pyproject.toml README.md lib labs docker/lab.Dockerfile \
+    docker/lab-entry.sh -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' \
+    -not -path '*/.ipynb_checkpoints/*' -print0 | sort -z | xargs -0 sha256sum \
+    | sha256sum | cut -c1-16)-$(echo "$BASE $OFFLINE" | sha256sum | cut -c1-8)"
+have="$(docker image inspect -f '{{index .Config.Labels "deliverylab.inputs"}}' "$IMAGE" 2>/dev/null || true)"
+if [ "$have" = "$inputs" ]; then
+    say "$IMAGE is up to date"
+    echo "$IMAGE"
+    exit 0
+fi
+
+if [ "$OFFLINE" = 1 ] && ! docker image inspect "$LOCAL_BASE" >/dev/null 2>&1; then
+    if [ ! -s "$ROOTFS" ]; then
+        [ "$(id -u)" = 0 ] || fail "no python:3.11-slim-bookworm image and making a Debian root filesystem needs root (debootstrap); run once as root, or set DELIVERYLAB_LAB_BASE"
+        command -v debootstrap >/dev/null 2>&1 || {
+            say "installing debootstrap (apt-get)..."
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null \
+                || fail "'apt-get install debootstrap' failed"
+        }
+        MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+        work="$(mktemp -d "$CACHE/labroot.XXXXXX")"
+        trap 'rm -rf "$work"' EXIT
+        say "debootstrap $SUITE ($ARCH) with $PACKAGES from $MIRROR (minutes, once)..."
+        debootstrap --variant=minbase --arch="$ARCH" --include="$PACKAGES" \
+            "$SUITE" "$work/root" "$MIRROR" >"$CACHE/debootstrap-lab.log" 2>&1 \
+            || fail "debootstrap failed (log: $CACHE/debootstrap-lab.log): $(tail -1 "$CACHE/debootstrap-lab.log")"
+        rm -rf "$work"/root/var/lib/apt/lists/* "$work"/root/var/cache/apt/*.bin \
+            "$work"/root/var/cache/apt/archives/*.deb "$work"/root/usr/share/doc/* \
+            "$work"/root/usr/share/man/* "$work"/root/usr/share/locale/*
+        tar --numeric-owner -C "$work/root" -czf "$ROOTFS.partial" .
+        mv "$ROOTFS.partial" "$ROOTFS"
+        rm -rf "$work"
+        trap - EXIT
+    fi
+    say "importing $ROOTFS as $LOCAL_BASE"
+    docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8' \
+        "$ROOTFS" "$LOCAL_BASE" >/dev/null
+fi
+
+# The build context: only what lab.Dockerfile copies (the classic builder ignores
+# lab.Dockerfile.dockerignore), plus the offline bundle when there is no PyPI.
+ctx="$(mktemp -d "${TMPDIR:-/tmp}/lab-image.XXXXXX")"
+trap 'rm -rf "$ctx"' EXIT
+mkdir -p "$ctx/docker/lab-bundle"
+(cd "$ROOT" && tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=.ipynb_checkpoints \
+    pyproject.toml README.md lib labs docker/lab.Dockerfile docker/lab-entry.sh) | tar -x -C "$ctx"
+if [ "$OFFLINE" = 1 ]; then
+    say "offline bundle (wheels and jars from this machine's caches)..."
+    (cd "$ROOT" && PYTHONPATH="$ROOT/lib" "$PY" -m deliverylab.bundle make "$ctx/docker/lab-bundle" \
+        >"$CACHE/lab-bundle.log" 2>&1) || fail "the offline bundle failed (log: $CACHE/lab-bundle.log)"
+    # The base's Python is Debian's (3.11.2), maybe older than this machine's: the newest
+    # release of a package can require a later 3.11.x. Add the wheels pip would pick for
+    # the base's exact version and glibc (bookworm: 2.36 and the manylinux tags below it).
+    pyv="$(docker run --rm --entrypoint python3 "$BASE" -c 'import platform; print(platform.python_version())')"
+    m="$(uname -m)"
+    tags=()
+    for t in manylinux_2_36 manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 \
+             manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 linux; do
+        tags+=(--platform "${t}_$m")
+    done
+    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from deliverylab.bundle import requirements, TOOLING; print("\n".join(requirements(extras=()) + TOOLING))' \
+        "$ROOT/lib" >"$ctx/requirements.txt"
+    "$PY" -m pip download --quiet --only-binary=:all: "${tags[@]}" --python-version "$pyv" \
+        --implementation cp --find-links "$ctx/docker/lab-bundle/wheels" \
+        --dest "$ctx/docker/lab-bundle/wheels" -r "$ctx/requirements.txt" >>"$CACHE/lab-bundle.log" 2>&1 \
+        || fail "wheels for the base's Python $pyv failed (log: $CACHE/lab-bundle.log)"
+fi
+say "building $IMAGE on $BASE"
+DOCKER_BUILDKIT=0 docker build -q --force-rm -t "$IMAGE" -f "$ctx/docker/lab.Dockerfile" \
+    --build-arg BASE="$BASE" --label "deliverylab.inputs=$inputs" "$ctx" \
+    >/dev/null 2>"$CACHE/lab-build.log" || fail "docker build failed (log: $CACHE/lab-build.log): $(tail -1 "$CACHE/lab-build.log")"
+echo "$IMAGE"

@@ -1,0 +1,198 @@
+"""The compose path on a real engine: the JupyterLab container of ``docker/compose.yml``
+runs a chapter whose brokers are sibling containers, started through the mounted
+engine socket; without the socket the same image falls back to local processes.
+
+The lab image is built by ``docker/lab-image.sh``: from ``python:3.11-slim-bookworm``
+and PyPI where a registry answers, else (this project's CI) from a debootstrapped
+Debian base and an offline bundle of this machine's wheels and jars. Its label records
+its inputs, so only a change to the course rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from deliverylab.cluster import docker as dk
+from deliverylab.cluster.cluster import free_ports
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark,
+              pytest.mark.timeout(2400)]
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER_DIR = ROOT / "docker"
+
+
+@pytest.fixture(scope="session")
+def lab_image(broker_image: str) -> str:
+    """The JupyterLab image, built (or found up to date) by ``docker/lab-image.sh``."""
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", str(DOCKER_DIR / "lab-image.sh")], capture_output=True,
+                          text=True, timeout=2400, env={**os.environ, "PYTHON": sys.executable})
+    assert proc.returncode == 0, f"building the lab image failed: {proc.stderr[-2000:]}"
+    image = proc.stdout.strip().splitlines()[-1]
+    print(f"lab image {image}: {time.monotonic() - t0:.0f} s ({proc.stderr.strip()})")
+    return image
+
+
+def _compose() -> list[str]:
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if subprocess.run(["docker-compose", "version"], capture_output=True).returncode == 0:
+        return ["docker-compose"]
+    pytest.fail("neither `docker compose` nor `docker-compose` is installed "
+                "(docker/engine.sh installs docker-compose)")
+
+
+def test_compose_file_has_no_idle_brokers_and_mounts_the_socket(engine: str):
+    """What the compose path promises, read from the file compose runs: no broker
+    service idles beside the lab; the lab has the engine socket and the host network."""
+    proc = subprocess.run([*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "config"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    services = yaml.safe_load(proc.stdout)["services"]
+    assert sorted(services) == ["broker-image", "lab"]
+    assert services["broker-image"]["entrypoint"] == ["java", "-version"]
+    lab = services["lab"]
+    assert lab["network_mode"] == "host"
+    # compose v1 prints "src:dst:rw", v2 the long form: accept either
+    mounts = [(v.split(":")[0], v.split(":")[1]) if isinstance(v, str)
+              else (v["source"], v["target"]) for v in lab["volumes"]]
+    assert ("/var/run/docker.sock", "/var/run/docker.sock") in mounts
+    assert "ports" not in lab  # host network: nothing to publish
+    assert "--ip=127.0.0.1" in lab["command"]
+
+
+def test_a_chapter_in_the_compose_lab_runs_its_brokers_as_sibling_containers(
+        lab_image: str, broker_image: str, tmp_path: Path):
+    """``docker compose run lab``: chapter 00 headless with its default ``backend="auto"``
+    picks containers by itself, holds its claim, and leaves nothing on the engine."""
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)  # the lab runs as uid 1000
+    before = set(dk.leftovers())
+    project = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, "DELIVERYLAB_LAB_IMAGE": lab_image, dk.IMAGE_ENV: broker_image}
+    cmd = [*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project, "run", "--rm",
+           "--no-deps", "-v", f"{out}:/home/lab/out", "-e", "DELIVERYLAB_PROGRESS=text",
+           "lab", "python", "-m", "deliverylab.course", "--small", "--no-html",
+           "--out", "/home/lab/out", "00_tour"]
+    try:
+        results, executed = _run_chapter_00(cmd, out, env)
+    finally:
+        subprocess.run([*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project,
+                        "down", "--remove-orphans"], env=env, capture_output=True, timeout=120)
+    assert results["observed"]["backend"] == "docker", results["observed"]
+    assert "image " in executed and "present → containers" in executed, \
+        "the chapter did not say it picked containers"
+    left = set(dk.leftovers()) - before
+    assert left == set(), f"the chapter left containers or networks behind: {left}"
+    ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={project}"],
+                          capture_output=True, text=True).stdout.split()
+    assert ours == [], "compose left the lab container behind"
+
+
+def _run_chapter_00(cmd: list[str], out: Path, env: dict[str, str] | None = None
+                    ) -> tuple[dict, str]:
+    """Run ``cmd`` (which runs chapter 00 headless into ``out``); its results and log."""
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+    print(f"chapter 00 in the lab container: {time.monotonic() - t0:.0f} s wall")
+    log = (proc.stdout + proc.stderr)[-3000:]
+    results_file = out / "00_tour.json"
+    assert results_file.is_file(), f"no results file; exit {proc.returncode}: {log}"
+    results = json.loads(results_file.read_text())
+    assert results["pass"] is True, results["checks"]
+    assert results["observed"]["lost"] == 0
+    assert proc.returncode == 0, log
+    return results, (out / "00_tour.ipynb").read_text()
+
+
+def test_without_the_socket_the_same_chapter_runs_on_local_processes(lab_image: str,
+                                                                      tmp_path: Path):
+    """The same image with no engine socket (a student who removed it, or no Docker
+    rights): ``auto`` says why, and the chapter holds its claim on JVM brokers started
+    inside the lab container."""
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)
+    before = set(dk.leftovers())
+    name = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
+    cmd = ["docker", "run", "--rm", "--name", name, "-v", f"{out}:/home/lab/out",
+           "-e", "DELIVERYLAB_PROGRESS=text", lab_image, "python", "-m", "deliverylab.course",
+           "--small", "--no-html", "--out", "/home/lab/out", "00_tour"]
+    try:
+        results, executed = _run_chapter_00(cmd, out)
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+    assert results["observed"]["backend"] == "local", results["observed"]
+    assert "no Docker engine answers → local JVM processes" in executed
+    assert set(dk.leftovers()) - before == set()
+
+
+def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(
+        lab_image: str, broker_image: str):
+    """``docker compose up``: JupyterLab answers on the host's 127.0.0.1 at the chosen
+    port (the lab shares the host's network). ``down`` while a process in the lab still
+    holds a cluster removes the lab *and* that cluster's sibling containers: the lab's
+    first process waits for the watchdogs before the container dies."""
+    port = free_ports(1)[0]
+    project = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, "DELIVERYLAB_LAB_IMAGE": lab_image, dk.IMAGE_ENV: broker_image,
+           "DELIVERYLAB_LAB_PORT": str(port)}
+    base = [*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project]
+    try:
+        up = subprocess.run([*base, "up", "-d"], env=env, capture_output=True, text=True,
+                            timeout=300)
+        assert up.returncode == 0, up.stderr[-2000:]
+
+        def answers() -> int | None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api", timeout=5) as r:
+                    return r.status
+            except (OSError, urllib.error.URLError):
+                return None
+
+        end = time.monotonic() + 120
+        while answers() != 200 and time.monotonic() < end:
+            time.sleep(1)
+        assert answers() == 200, subprocess.run([*base, "logs", "--no-color"], env=env,
+                                                capture_output=True, text=True).stdout[-2000:]
+        lines = subprocess.run(["ss", "-Htln", f"sport = :{port}"], capture_output=True,
+                               text=True).stdout.splitlines()
+        local = sorted({line.split()[3] for line in lines})
+        assert local == [f"127.0.0.1:{port}"], f"JupyterLab listens on {local}"
+
+        owner = ("import time\nfrom deliverylab.cluster import Cluster\n"
+                 "c = Cluster(brokers=1, backend='auto', ready_timeout=240).start()\n"
+                 "open('/tmp/project', 'w').write(c.backend.project)\ntime.sleep(900)\n")
+        started = subprocess.run([*base, "exec", "-d", "lab", "python", "-c", owner], env=env,
+                                 capture_output=True, text=True, timeout=60)
+        assert started.returncode == 0, started.stderr
+
+        def cluster_project() -> str:
+            return subprocess.run([*base, "exec", "-T", "lab", "cat", "/tmp/project"], env=env,
+                                  capture_output=True, text=True, timeout=60).stdout.strip()
+
+        end = time.monotonic() + 240
+        while not cluster_project() and time.monotonic() < end:
+            time.sleep(2)
+        name = cluster_project()
+        assert name, "the cluster in the lab container did not start"
+        assert len(dk.leftovers(name)) == 3  # one broker container, two networks
+    finally:
+        subprocess.run([*base, "down", "--remove-orphans"], env=env, capture_output=True,
+                       timeout=180)
+    ours = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={project}"],
+                          capture_output=True, text=True).stdout.split()
+    assert ours == [], "compose left containers behind"
+    assert dk.leftovers(name) == [], "the cluster started in the lab outlived it"
