@@ -59,8 +59,8 @@ SMALL: dict[str, dict[str, Any]] = {
     # Shapes, not numbers: the same repetitions (medians of 3), shorter phases.
     "08_cost_of_guarantees": {"seconds": 1.2, "latency_seconds": 2.2, "ctp_values": 500},
     "07_exactly_once_sources": {"lines": 100, "interval_ms": 10000},
-    # Each reproduction twice (the integration tests run each 5 times), Java once.
-    "09_kafka_bugs": {"runs": 2, "java_runs": 1, "matrix_seeds": 1},
+    # Each reproduction once (tests/integration/test_bugs.py runs each 5 times), Java once.
+    "09_kafka_bugs": {"runs": 1, "java_runs": 1, "matrix_seeds": 1},
 }
 
 #: Seconds one cell may run before papermill gives up on the chapter.
