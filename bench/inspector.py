@@ -177,7 +177,7 @@ def main() -> None:
         print(f"  -> {len(reads):,} and {len(spark_reads):,} reads")
 
         print("\nPython checker (on the consumer's reads)")
-        py_dups = timed("checker.duplicates", lambda: checker.duplicates(reads))
+        py_dups = timed("checker.duplicates", lambda: checker.duplicates(reads), into=figures)
         result = timed("checker.check (every detector)", lambda: checker.check(
             history, reads, allowed={checker.DUPLICATES}), into=figures)
         print(f"  -> checker finds {len(py_dups):,} duplicated values; "
@@ -186,16 +186,20 @@ def main() -> None:
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
     start = figures["start SparkSession (Inspector construction)"]
     warm_s = figures["duplicates view, warm (median)"]
+    # Like for like: the same question (which values are stored twice) in Python.
     python = (figures["confluent consumer + decode (pure Python)"]
-              + figures["checker.check (every detector)"])
+              + figures["checker.duplicates"])
+    everything = (figures["confluent consumer + decode (pure Python)"]
+                  + figures["checker.check (every detector)"])
     print(f"\ngoals ({args.records:,} records):")
     print(f"  Spark session start            {start:6.2f} s   goal <= 5 s  {verdict(start <= 5)}")
     print(f"  duplicates view, warm median   {warm_s:6.2f} s   goal <= 5 s  "
           f"{verdict(warm_s <= 5)}")
     print(f"  duplicates view, cold          {figures['duplicates view, cold']:6.2f} s   "
           "(no goal)")
-    print(f"  Python read-back + check       {python:6.2f} s   Spark warm must not be slower: "
+    print(f"  Python read-back + duplicates  {python:6.2f} s   Spark warm must not be slower: "
           f"{verdict(warm_s <= python)}")
+    print(f"  Python read-back + full check  {everything:6.2f} s   (every detector; no goal)")
 
 
 def verdict(ok: bool) -> str:
