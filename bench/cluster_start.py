@@ -34,9 +34,9 @@ READY_GOAL = {1: 3.0, 3: 5.0}  # seconds, from the issue
 STOP_GOAL = 1.0
 
 
-def one_run(brokers: int) -> tuple[float, float, float, dict[str, float]]:
+def one_run(brokers: int, **kwargs: object) -> tuple[float, float, float, dict[str, float]]:
     t0 = time.monotonic()
-    cluster = Cluster(brokers=brokers).start()
+    cluster = Cluster(brokers=brokers, **kwargs).start()
     ready = time.monotonic() - t0
     time.sleep(1)  # let start-up garbage settle before reading memory
     memory = rss_mb(cluster)
@@ -56,12 +56,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per cluster size")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 3],
                         help="cluster sizes to measure (the ratio needs 1 and 3)")
+    parser.add_argument("--jvm-opt", action="append", default=[],
+                        help="extra JVM option for every node (to compare settings)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra broker property (to compare settings)")
     args = parser.parse_args()
+    extra = {"jvm_opts": args.jvm_opt,
+             "overrides": dict(o.split("=", 1) for o in args.override)}
+    if args.jvm_opt or args.override:
+        print(f"with {extra}")
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
           f"{args.runs} runs per size")
     rows = {}
     for brokers in args.sizes:
-        runs = [one_run(brokers) for _ in range(args.runs)]
+        runs = [one_run(brokers, **extra) for _ in range(args.runs)]
         ready = [r[0] for r in runs]
         memory = statistics.median(r[1] for r in runs)
         stop = [r[2] for r in runs]
