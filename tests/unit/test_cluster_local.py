@@ -93,3 +93,16 @@ def test_kept_storage_is_not_formatted_again(backend):
     backend.prepare(spec)
     backend.prepare(spec)  # same data_dir: as --ignore-formatted
     assert backend.formatted == ["1"]
+
+
+def test_another_kafka_build_is_formatted_anew(backend, tmp_path):
+    import os
+
+    backend.libs.mkdir()
+    jar = backend.libs / "kafka-server-4.1.1.jar"
+    jar.write_bytes(b"build 1")
+    backend.prepare(_spec(1, "a"))
+    os.utime(jar, ns=(0, 10**18))  # unpacked again: same name, another time
+    backend.workdir = tmp_path / "b"
+    backend.prepare(_spec(1, "b"))
+    assert backend.formatted == ["1", "1"]

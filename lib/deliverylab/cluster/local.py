@@ -171,13 +171,15 @@ class LocalBackend:
     def _template(self, spec: ClusterSpec, node: NodePorts) -> Path | None:
         """Where this node's formatted storage is cached, or None to format in place.
 
-        The key holds everything the tool's output depends on: the Kafka jars, the
-        node's id and roles, and the overrides (a feature flag changes the checkpoint).
+        The key holds everything the tool's output depends on: the Kafka jars (names and
+        times: a KAFKA_HOME unpacked anew is another build), the node's id and roles, and
+        the overrides (a feature flag changes the checkpoint).
         Ports do not matter: a static voter list is not written to storage.
         """
         if MOVES_STORAGE & set(spec.overrides):
             return None
-        key = json.dumps([str(self.libs), node.node_id, spec.roles(node.node_id),
+        build = sorted((j.name, j.stat().st_mtime_ns) for j in self.libs.glob("kafka*.jar"))
+        key = json.dumps([str(self.libs), build, node.node_id, spec.roles(node.node_id),
                           sorted(spec.overrides.items())])
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return storage_cache() / f"node-{node.node_id}-{digest}"
