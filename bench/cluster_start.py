@@ -1,7 +1,9 @@
 """How long a cluster takes to become ready, how much memory it holds, how fast it stops.
 
 Prints figures, asserts nothing (machines are noisy). Jars and the class archive are
-assumed cached (``make setup``). Run: ``.venv/bin/python bench/cluster_start.py``.
+assumed cached (``make setup``); formatted storage is cached by the first start of each
+node shape (one run of five, at most, pays for it: the median does not).
+Run: ``.venv/bin/python bench/cluster_start.py``.
 Goals (issue 18, medians of >= 5 runs, alone under the ``heavy`` queue): 3 brokers ready
 in <= 5 s, 1 broker in <= 3 s, stop in <= 1 s (and < 1.5 GB resident in total). Each row
 prints its figure next to its goal; the last columns split the start into its phases
