@@ -38,6 +38,7 @@ _MODULES: dict[str, str] = {
     "inspector": "Inspector",
     "segments": "log_batches producer_summary",
     "plots": "",
+    "matrix": "",
     "widgets": "FaultPanel FaultSpec fault_buttons",
     "consoles": "TxnConsole",
     "progressbar": "busy progress",
@@ -49,6 +50,10 @@ _MODULES: dict[str, str] = {
     "servicecheck": "count_effects",
     "dbviews": "",
     "cost": "",
+    "connect": "Connect file_source",
+    "connect_runs": "Runs SourceFile fence_from_python",
+    "connect_panel": "ConnectPanel plot_copies",
+    "bugs": "",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

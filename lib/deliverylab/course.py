@@ -39,6 +39,9 @@ HEADLESS: dict[str, dict[str, Any]] = {
                                     "Start a twin", "Zombie writes"]},
     "05_spark_pipeline": {"faults": ["crash_query", "kill_driver"]},
     "06_side_effects": {"faults": ["kill_after_db", "lose_ack"]},
+    "07_exactly_once_sources": {"actions": ["Append 50 lines", "kill_worker",
+                                            "restart_worker", "Append 50 lines"]},
+    "09_kafka_bugs": {"actions": ["Stale EndTxn", "Expiration above timeout"]},
 }
 
 #: ``--small``: fewer values and faster streams; each claim still shows.
@@ -55,6 +58,9 @@ SMALL: dict[str, dict[str, Any]] = {
                         "max_poll_interval_ms": 6000},
     # Shapes, not numbers: the same repetitions (medians of 3), shorter phases.
     "08_cost_of_guarantees": {"seconds": 1.2, "latency_seconds": 2.2, "ctp_values": 500},
+    "07_exactly_once_sources": {"lines": 100, "interval_ms": 10000},
+    # Each reproduction twice (the integration tests run each 5 times), Java once.
+    "09_kafka_bugs": {"runs": 2, "java_runs": 1, "matrix_seeds": 1},
 }
 
 #: Seconds one cell may run before papermill gives up on the chapter.

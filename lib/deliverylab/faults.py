@@ -87,8 +87,32 @@ FAULTS: dict[str, Fault] = _faults(
           "their network); clients still reach it", "cluster", needs="docker"),
     Fault("delay_client", "Delay clients",
           "delay every byte between clients and one broker", "cluster"),
+    Fault("hold_request", "Hold a request",
+          "the proxy keeps the next request of one api (Produce, EndTxn...) from the "
+          "broker: the client hears nothing and gives up after its timeout", "cluster"),
+    Fault("release_held", "Release held request",
+          "the held request goes on, late, on its client's own connection (a retry that "
+          "arrives after the broker moved on)", "cluster"),
+    Fault("inject_held", "Inject held request",
+          "the held request reaches the broker on a connection of its own, after its "
+          "client gave up and moved on (a stale request surfacing)", "cluster"),
     Fault("heal", "Heal", "resume paused brokers, restart dead ones, heal the proxies",
           "cluster"),
+    Fault("kill_worker", "Kill worker",
+          "SIGKILL the Kafka Connect worker that runs the task: records already in Kafka, "
+          "their source offsets not yet", "cluster"),
+    Fault("stop_worker", "Stop worker",
+          "SIGTERM the Kafka Connect worker that runs the task: a graceful stop, which "
+          "commits the task's offsets first", "cluster"),
+    Fault("pause_worker", "Pause worker",
+          "SIGSTOP the Kafka Connect worker that runs the task: the group hands the task "
+          "to another worker, the frozen one still believes it runs it", "cluster"),
+    Fault("resume_worker", "Resume worker",
+          "SIGCONT paused Kafka Connect workers: a zombie task carries on", "cluster"),
+    Fault("restart_worker", "Restart worker",
+          "start dead Kafka Connect workers again", "cluster"),
+    Fault("restart_task", "Restart task",
+          "restart the connector's task through Connect's REST API (graceful)", "cluster"),
     Fault("crash_producer", "Crash producer",
           "the producer dies after some values (mid-transaction when transactional); a "
           "new instance writes the rest", "client", scenario=True),

@@ -68,6 +68,21 @@ PRODUCE_FLEXIBLE_SINCE = 9
 REQUEST_PEEK = 1024
 #: A response is identified by its correlation id: the first 4 bytes after the size.
 RESPONSE_PEEK = 4
+#: Bytes of a response kept when its error code is wanted (a held request released or
+#: injected): a Produce response's topic name comes before the partition's error code.
+ERROR_PEEK = 512
+#: First version with a flexible header and body, for the apis whose error code
+#: :func:`parse_response_error` reads.
+FLEXIBLE_SINCE: dict[int, int] = {0: 9, 22: 2, 25: 3, 26: 3}
+#: Broker error codes the published-bug reproductions meet, by name (Kafka's protocol
+#: guide numbering); others read ``error-<code>``.
+ERROR_CODES: dict[int, str] = {
+    0: "NONE", 7: "REQUEST_TIMED_OUT", 45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    46: "DUPLICATE_SEQUENCE_NUMBER", 47: "INVALID_PRODUCER_EPOCH", 48: "INVALID_TXN_STATE",
+    49: "INVALID_PRODUCER_ID_MAPPING", 51: "CONCURRENT_TRANSACTIONS",
+    53: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 59: "UNKNOWN_PRODUCER_ID",
+    90: "PRODUCER_FENCED", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR",
+}
 #: Anything bigger is not Kafka talking (brokers cap requests at 100 MB by default).
 MAX_FRAME = 512 * 1024 * 1024
 DIRECTIONS = ("both", "to_broker", "to_client")
@@ -270,3 +285,48 @@ def parse_response_correlation(body: bytes) -> int:
     if len(body) < 4:
         raise FramingError(f"response header needs 4 bytes, got {len(body)}")
     return struct.unpack_from(">i", body, 0)[0]
+
+
+def error_name_of(code: int | None) -> str:
+    """A broker error code as Kafka names it (``48`` -> ``INVALID_TXN_STATE``)."""
+    if code is None:
+        return "unknown"
+    return ERROR_CODES.get(code, f"error-{code}")
+
+
+def parse_response_error(key: int, version: int, body: bytes) -> int | None:
+    """The error code of a response body (the bytes after the 4-byte size).
+
+    Read for the apis a held request can be (None for others, or when the peeked bytes
+    end first): Produce (the first partition's error), and InitProducerId, AddOffsetsToTxn
+    and EndTxn, whose body starts ``throttle_time_ms int32, error_code int16``. Flexible
+    versions put a tagged-field count after the correlation id and use compact arrays
+    and strings (unsigned varint length + 1).
+    """
+    if key not in FLEXIBLE_SINCE:
+        return None
+    flexible = version >= FLEXIBLE_SINCE[key]
+    try:
+        i = 4  # correlation id
+        if flexible:
+            count, i = _uvarint(body, i)
+            for _ in range(count):
+                _tag, i = _uvarint(body, i)
+                size, i = _uvarint(body, i)
+                i += size
+        if key != PRODUCE:
+            i += 4  # throttle_time_ms
+            return struct.unpack_from(">h", body, i)[0]
+        if flexible:
+            _topics, i = _uvarint(body, i)
+            n, i = _uvarint(body, i)
+            i += max(0, n - 1)
+            _parts, i = _uvarint(body, i)
+        else:
+            i += 4
+            (n,) = struct.unpack_from(">h", body, i)
+            i += 2 + max(0, n) + 4
+        i += 4  # partition index
+        return struct.unpack_from(">h", body, i)[0]
+    except (IndexError, struct.error):
+        return None

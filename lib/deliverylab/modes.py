@@ -196,10 +196,13 @@ CLAIMS: dict[tuple[str, str], dict[str, str]] = {
 
 
 def claim_failures(mode_name: str, fault: str, observed: dict[str, int],
-                   valid: bool, violations: list[str] | None = None) -> list[str]:
+                   valid: bool, violations: list[str] | None = None,
+                   claims: dict[tuple[str, str], dict[str, str]] | None = None) -> list[str]:
     """What one run contradicts: its mode's promise (``valid``) and its cell's claim.
 
     A cell with no claim is itself a failure: every cell must say what it teaches.
+    ``claims``: another table of the same shape (the Spark rows' claims live beside
+    the Spark stage, :data:`deliverylab.scenario.SPARK_CLAIMS`); default :data:`CLAIMS`.
     """
     where = f"{mode_name}/{fault}"
     failures = []
@@ -208,9 +211,11 @@ def claim_failures(mode_name: str, fault: str, observed: dict[str, int],
                         + ", ".join(violations or ["?"]))
     if fault == "none":
         return failures
-    rules = CLAIMS.get((mode_name, fault))
+    table = CLAIMS if claims is None else claims
+    rules = table.get((mode_name, fault))
     if not rules:
-        return [*failures, f"{where}: no claim is written for this cell (modes.CLAIMS)"]
+        return [*failures, f"{where}: no claim is written for this cell"
+                f"{' (modes.CLAIMS)' if claims is None else ''}"]
     for name, rule in rules.items():
         n = observed.get(name, 0)
         if rule == "always" and n == 0:

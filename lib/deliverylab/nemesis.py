@@ -32,7 +32,7 @@ from .errors import LabError, QuorumWarning, bad_value
 from .faults import FAULTS, fault
 from .framing import api_key
 from .history import History
-from .proxy import AckLoss
+from .proxy import AckLoss, Hold
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -154,6 +154,7 @@ class Nemesis:
         self.windows: list[tuple[float, float, str]] = []
         self._isolated: dict[tuple[str, int], tuple[int, float, list[int]]] = {}
         self._topics: set[str] = set()  # topics faults touched: heal waits for them
+        self._holds: list[Hold] = []  # holds armed, until released or injected
         self._lock = threading.RLock()  # a button and a schedule may fire together
 
     def now(self) -> float:
@@ -215,6 +216,56 @@ class Nemesis:
                     self._proxy(n, "lose_ack").arm(loss)
                 did = f"will drop the next {count} {loss.api} response(s) of any broker"
             return self._record("lose_ack", args, t, did, node, loss)
+
+    def hold_request(self, api: str = "Produce", count: int = 1, skip: int = 0,
+                     client_id: str | None = None, node: int | None = None) -> FaultRecord:
+        """Keep the next ``count`` requests of ``api`` (after ``skip``) from the broker.
+
+        Armed on ``node``'s proxy, or on every proxy with one shared budget. The client
+        hears nothing and gives up after its own timeout; :meth:`release_held` or
+        :meth:`inject_held` delivers the request late. ``record.handle`` is the
+        :class:`~deliverylab.proxy.Hold`: ``record.handle.wait(10)`` returns once held.
+        """
+        with self._lock:
+            t = self.now()
+            hold = Hold(api, count, skip, client_id)
+            nodes = [node] if node is not None else sorted(self.cluster.proxies) or [0]
+            for n in nodes:
+                self._proxy(n, "hold_request").arm_hold(hold)
+            self._holds.append(hold)
+            args = {"api": api, "count": count, "skip": skip, "client_id": client_id,
+                    "node": node}
+            who = f" of client {client_id}" if client_id else ""
+            did = (f"will hold the next {count} {hold.api} request(s){who}"
+                   + (f" after letting {skip} through" if skip else ""))
+            return self._record("hold_request", args, t, did, node, hold)
+
+    def _deliver_held(self, name: str, how: str, timeout: float) -> FaultRecord:
+        with self._lock:
+            t = self.now()
+            holds, self._holds = [h for h in self._holds if h.held], [
+                h for h in self._holds if not h.held]
+            if not holds:
+                raise NemesisError(f"{name}: no request is held (call hold_request first "
+                                   "and wait until its handle says it holds one)")
+            errors: list[str | None] = []
+            for hold in holds:
+                errors += hold.release(timeout) if how == "released" else hold.inject(timeout)
+            apis = sorted({h.api for h in holds})
+            did = (f"{how} {len(errors)} held {'/'.join(apis)} request(s); the broker "
+                   f"answered {', '.join(str(e) for e in errors)}")
+            return self._record(name, {}, t, did, None, holds)
+
+    def release_held(self, timeout: float = 10.0) -> FaultRecord:
+        """Send the held requests on on their clients' connections (a late retry); the
+        broker's answers land in the fault op's detail."""
+        return self._deliver_held("release_held", "released", timeout)
+
+    def inject_held(self, timeout: float = 10.0) -> FaultRecord:
+        """Send the held requests to the broker on the proxy's own connection, after
+        their clients gave up (a stale request surfacing); the broker's answers land in
+        the fault op's detail (``NONE``: the stale request took effect)."""
+        return self._deliver_held("inject_held", "injected", timeout)
 
     def kill_leader(self, topic: str, partition: int = 0) -> FaultRecord:
         """SIGKILL the broker leading ``topic``/``partition`` now.
@@ -357,6 +408,84 @@ class Nemesis:
         """Stop one broker (gracefully if it runs) and start it again."""
         return self._node_fault("restart_broker", node, self.cluster.restart,
                                 "restarted broker")
+
+    # ------------------------------------------------------ Connect workers
+    def _worker_fault(self, name: str, worker: int | None, connector: str | None,
+                      act: Callable[[Any, int], str], which: str = "task") -> FaultRecord:
+        """A fault done to a worker of the cluster's Connect cluster (chapter 07).
+
+        ``worker`` None means the worker that runs ``connector``'s task 0 now (the
+        connector created last if None) for ``which="task"``, or every worker in the
+        state ``which`` (``"paused"``, ``"dead"``).
+        """
+        with self._lock:
+            t = self.now()
+            connect = self._connect_for(connector)
+            if worker is not None:
+                targets = [connect.worker(worker).index]
+            elif which == "task":
+                name_ = connector or connect.last_connector()
+                owner = connect.task_worker(name_)
+                if owner is None:
+                    raise NemesisError(f"{name}: no worker runs a task of {name_!r} now "
+                                       "(is the connector created, its task assigned?)")
+                targets = [owner]
+            else:
+                targets = [w.index for w in connect.workers
+                           if connect.status_of(w.index) == which]
+            did = "; ".join(act(connect, i) for i in targets) or f"no {which} worker"
+            args = {"worker": targets[0]} if len(targets) == 1 else {}
+            return self._record(name, args, t, did, targets[0] if len(targets) == 1
+                                else None)
+
+    def _connect_for(self, connector: str | None) -> Any:
+        """The Connect cluster that holds ``connector`` (a chapter may run two: one
+        without exactly-once support, one with); the one started last if None."""
+        if connector is not None:
+            for connect in reversed(self.cluster.connects):
+                if connector in connect.connectors:
+                    return connect
+        return self.cluster.connected
+
+    def kill_worker(self, worker: int | None = None,
+                    connector: str | None = None) -> FaultRecord:
+        """SIGKILL the Connect worker running the task: no offset commit."""
+        return self._worker_fault("kill_worker", worker, connector,
+                                  lambda c, i: c.kill(i))
+
+    def stop_worker(self, worker: int | None = None,
+                    connector: str | None = None) -> FaultRecord:
+        """SIGTERM the Connect worker running the task: a graceful stop."""
+        return self._worker_fault("stop_worker", worker, connector,
+                                  lambda c, i: c.terminate(i))
+
+    def pause_worker(self, worker: int | None = None,
+                     connector: str | None = None) -> FaultRecord:
+        """SIGSTOP the Connect worker running the task."""
+        return self._worker_fault("pause_worker", worker, connector,
+                                  lambda c, i: c.pause(i))
+
+    def resume_worker(self, worker: int | None = None,
+                      connector: str | None = None) -> FaultRecord:
+        """SIGCONT a paused Connect worker (every paused one by default) of the Connect
+        cluster that holds ``connector``."""
+        return self._worker_fault("resume_worker", worker, connector,
+                                  lambda c, i: c.resume(i), which="paused")
+
+    def restart_worker(self, worker: int | None = None,
+                       connector: str | None = None) -> FaultRecord:
+        """Start a dead Connect worker again (every dead one by default) of the Connect
+        cluster that holds ``connector``."""
+        return self._worker_fault("restart_worker", worker, connector,
+                                  lambda c, i: c.restart(i), which="dead")
+
+    def restart_task(self, connector: str | None = None, task: int = 0) -> FaultRecord:
+        """Restart a connector's task through Connect's REST API."""
+        with self._lock:
+            t = self.now()
+            connect = self._connect_for(connector)
+            did = connect.restart_task(connector or connect.last_connector(), task)
+            return self._record("restart_task", {"task": task}, t, did)
 
     def partition_client(self, node: int) -> FaultRecord:
         """Cut every client off one broker (its proxy lets nothing through).

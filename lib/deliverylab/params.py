@@ -21,6 +21,8 @@ from typing import Any
 
 from .errors import bad_value
 from .faults import FAULTS
+from .modes import MODES
+from .streaming import SINKS
 
 #: How to write a list on papermill's command line, shown with every refused list.
 LIST_FORMS = "-p {name} '[\"{example}\"]' or -y '{name}: [{example}]'"
@@ -187,6 +189,26 @@ SPECS: dict[str, dict[str, Spec]] = {
         "commit_interval_ms": Spec("float", 1, 60_000), "reps": Spec("int", 1, 50),
         "seconds": Spec("float", 0.2, 600), "latency_seconds": Spec("float", 0.5, 600),
         "rate": Spec("float", 1, 10_000), "ctp_values": Spec("int", 0, 1_000_000)},
+    "07_exactly_once_sources": {
+        "backend": BACKEND, "brokers": Spec("int", 3, 5), "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "lines": Spec("int", 10, 100_000),
+        "interval_ms": Spec("int", 5000, 60_000),
+        "actions": Spec("names", choices=("Append 50 lines", "kill_worker", "stop_worker",
+                                          "pause_worker", "resume_worker", "restart_worker",
+                                          "restart_task"))},
+    "09_kafka_bugs": {
+        "backend": BACKEND, "seed": _COMMON["seed"], "results_path": _COMMON["results_path"],
+        "runs": Spec("int", 1, 50), "expiration_ms": Spec("int", 100, 10_000),
+        "fixed_expiration_ms": Spec("int", 20_000, 86_400_000),
+        "java_runs": Spec("int", 0, 50),
+        "matrix_source": Spec("choice", choices=("run", "file")),
+        "matrix_results": _COMMON["results_path"], "matrix_seeds": Spec("int", 1, 50),
+        "matrix_modes": Spec("names", choices=tuple(MODES)),
+        "matrix_faults": Spec("names", choices=tuple(FAULTS)),
+        "matrix_sinks": Spec("names", choices=tuple(SINKS)),
+        "actions": Spec("names", choices=("Expired producer", "Expiration above timeout",
+                                          "Stale EndTxn", "Java client",
+                                          "Hanging transaction", "Verified late write"))},
 }
 
 

@@ -33,16 +33,21 @@ from typing import Any, TypeVar
 from .errors import LabError, PortTaken, bad_value
 from .framing import (
     DIRECTIONS,
+    ERROR_PEEK,
     REQUEST_PEEK,
-    RESPONSE_PEEK,
     FrameScanner,
     FramingError,
     RequestHeader,
     api_key,
     api_name,
+    error_name_of,
     parse_request_header,
     parse_response_correlation,
+    parse_response_error,
 )
+from .proxyhold import HeldRequest, Hold
+
+__all__ = ["AckLoss", "HeldRequest", "Hold", "Proxy"]
 
 T = TypeVar("T")
 
@@ -323,8 +328,13 @@ class _Link:
         self.to_broker = _Outbox(self, self.broker, "to_broker")
         self.to_client = _Outbox(self, self.client, "to_client")
         self.requests = FrameScanner(REQUEST_PEEK)
-        self.responses = FrameScanner(RESPONSE_PEEK)
+        self.responses = FrameScanner(ERROR_PEEK)
         self.inflight: OrderedDict[int, tuple[int, AckLoss | None]] = OrderedDict()
+        # A Hold's request: held from its first byte until released; ``holding`` is the
+        # hold and the request (None once its whole frame was kept); ``watch`` maps the
+        # correlation id of a released request to what waits for its error code.
+        self.holding: tuple[Hold, RequestHeader, int] | None = None
+        self.watch: dict[int, HeldRequest] = {}
         # A lost-ack target: forward requests up to the end of the target request, hold
         # the rest, so that no later request reaches the broker only to have its ack
         # lost too when the link closes. Only the target's ack is lost.
@@ -381,6 +391,12 @@ class _Link:
             if not head.expects_response:
                 continue
             loss = None
+            if not beyond_hold and self.target is None and proxy._holds:
+                hold = proxy._choose_hold(head)
+                if hold is not None:
+                    self.holding = (hold, head, frame.length)
+                    self.hold_at = frame.start
+                    beyond_hold = True
             if not beyond_hold and self.target is None:
                 loss = proxy._choose(head)
                 if loss is not None:
@@ -394,9 +410,29 @@ class _Link:
         if cut:
             self.to_broker.send(data[:cut])
         self.held.append(data[cut:])
+        if self.holding is not None:
+            hold, head, length = self.holding
+            kept = b"".join(self.held)
+            if len(kept) < length:
+                return  # keep reading until the held request's frame is whole
+            self.held = [kept]
+            self.holding = None
+            hold._keep(HeldRequest(proxy, self, head, kept[:length], hold))
         self.client.pause("hold")
 
-    def release_hold(self) -> None:
+    def release_held(self, held: HeldRequest) -> None:
+        """Send a held request on this connection, or inject it if the client left."""
+        if self.closed:
+            held.how = "injected"  # before the task runs: its answer is now awaited
+            self.proxy._loop.create_task(self.proxy._send_alone(held))
+            return
+        held.how = "released"
+        self.watch[held.head.correlation_id] = held
+        # Read nothing from the client until the answer came: a client that gave up
+        # would be seen closing, and the link with it, before the broker answered.
+        self.release_hold(keep_paused=True)
+
+    def release_hold(self, keep_paused: bool = False) -> None:
         """``heal`` before the target's response came: let everything through again."""
         if self.target is not None:
             self.target[1]._unarm()
@@ -405,10 +441,14 @@ class _Link:
                 self.inflight[cid] = (self.inflight[cid][0], None)
         self.target = None
         self.hold_at = None
+        if self.holding is not None:
+            self.holding[0]._unchoose()
+            self.holding = None
         held, self.held = self.held, []
         for data in held:
             self.to_broker.send(data)
-        self.client.unpause("hold")
+        if not keep_paused:
+            self.client.unpause("hold")
 
     # -- broker -> client
     def from_broker(self, data: bytes) -> None:
@@ -422,6 +462,12 @@ class _Link:
         for frame in frames:
             cid = parse_response_correlation(frame.head)
             key, loss = self._pop_request(cid)
+            watched = self.watch.pop(cid, None)
+            if watched is not None:
+                code = parse_response_error(key, watched.head.api_version, frame.head)
+                watched.hold._answered(watched, error_name_of(code))
+                if not self.watch:
+                    self.client.unpause("hold")
             if loss is None:
                 proxy._count_response(key, frame.length)
                 continue
@@ -455,6 +501,9 @@ class _Link:
         if self.target is not None:  # the chosen ack never came back: choose again
             self.target[1]._unarm()
             self.target = None
+        if self.holding is not None:  # the held frame never came whole: choose again
+            self.holding[0]._unchoose()
+            self.holding = None
         for side in (self.client, self.broker):
             transport = side.transport
             if transport is None:
@@ -484,7 +533,7 @@ class Proxy:
         host: interface to listen on, and the broker's host.
 
     Faults (each thread-safe, each undone by :meth:`heal`): :meth:`lose_acks`,
-    :meth:`delay`, :meth:`blackhole`, :meth:`reset`.
+    :meth:`hold`, :meth:`delay`, :meth:`blackhole`, :meth:`reset`.
     """
 
     def __init__(self, listen_port: int, target_port: int, name: str = "proxy",
@@ -499,6 +548,7 @@ class Proxy:
         self._server: asyncio.base_events.Server | None = None
         self._links: set[_Link] = set()
         self._losses: list[AckLoss] = []
+        self._holds: list[Hold] = []
         self._delays = {"to_broker": 0.0, "to_client": 0.0}
         self._blackholed = False
         self._reset_counters()
@@ -547,6 +597,9 @@ class Proxy:
             for loss in self._losses:
                 loss.cancel()
             self._losses.clear()
+            for hold in self._holds:
+                hold.cancel()
+            self._holds.clear()
             for link in list(self._links):
                 link.close()
 
@@ -618,6 +671,66 @@ class Proxy:
         self._call(lambda: self._losses.append(loss))
         return loss
 
+    def hold(self, api: str | int = "Produce", count: int = 1, skip: int = 0,
+             client_id: str | None = None) -> Hold:
+        """Keep the next ``count`` requests of ``api`` (after ``skip`` of them) from the
+        broker until :meth:`Hold.release` or :meth:`Hold.inject` (see :class:`Hold`).
+
+        The client sees no answer: it waits for its ``socket.timeout.ms`` /
+        ``request.timeout.ms``, then gives up on the connection and retries elsewhere,
+        while the proxy still has the request, ready to deliver it late.
+        """
+        return self.arm_hold(Hold(api, count, skip, client_id))
+
+    def arm_hold(self, hold: Hold) -> Hold:
+        """Let this proxy spend ``hold``'s budget too (one fault over several proxies)."""
+        self._call(lambda: self._holds.append(hold))
+        return hold
+
+    def _choose_hold(self, head: RequestHeader) -> Hold | None:
+        self._holds = [h for h in self._holds if not h.finished]
+        for hold in self._holds:
+            if hold._take(head):
+                return hold
+        return None
+
+    async def _send_alone(self, held: HeldRequest) -> None:
+        """Deliver a held frame on a connection of its own and record the answer.
+
+        A fresh connection carries nothing else, so the late request reorders no other
+        request; the broker needs no handshake first (ApiVersions is optional).
+        """
+        held.how = "injected"
+        error = "CONNECTION_FAILED"
+        try:
+            reader, writer = await asyncio.open_connection(self.target_host, self.target_port)
+            try:
+                writer.write(held.frame)
+                await writer.drain()
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                body = await reader.readexactly(size)
+                code = parse_response_error(held.head.api_key, held.head.api_version, body)
+                error = error_name_of(code)
+            finally:
+                writer.close()
+        except (OSError, asyncio.IncompleteReadError, struct.error):
+            pass
+        held.hold._answered(held, error)
+
+    def _inject(self, held: HeldRequest, timeout: float) -> None:
+        if self._loop is None:
+            raise LabError(f"{self.name} is not running: a held request cannot be injected")
+
+        def leave() -> None:
+            held.link.close()  # the client's own connection, if it still waits there
+        self._call(leave)
+        future = asyncio.run_coroutine_threadsafe(self._send_alone(held), self._loop)
+        try:
+            future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            held.hold._answered(held, "NO_ANSWER")
+
     def delay(self, ms: float, direction: str = "both") -> None:
         """Hold every byte ``ms`` milliseconds before forwarding it (order is kept)."""
         if direction not in DIRECTIONS:
@@ -674,6 +787,12 @@ class Proxy:
             for loss in self._losses:
                 loss.cancel()
             self._losses.clear()
+            for hold in self._holds:  # a held request still waited for goes on late
+                hold.cancel()
+                for held in hold.held:
+                    if not held.how and held.proxy is self and not held.link.closed:
+                        held.link.release_held(held)
+            self._holds.clear()
             self._delays = {"to_broker": 0.0, "to_client": 0.0}
             self._blackholed = False
             for link in list(self._links):
@@ -697,6 +816,8 @@ class Proxy:
                 f"{d} {s * 1000:g} ms" for d, s in self._delays.items() if s))
         if any(not loss.finished for loss in self._losses):
             active.append("lose_acks")
+        if any(not hold.finished for hold in self._holds):
+            active.append("hold")
         return active
 
     # ---------------------------------------------------------------- counters

@@ -330,6 +330,28 @@ class AckedThenLostResult:
                 f"killed, {self.new_leader} took over; the value is {where}")
 
 
+def _control_write(cluster: Cluster, topic: str, prefix: str, acks_text: str,
+                   timeout: float, request_timeout_ms: int,
+                   retry_backoff_ms: int) -> tuple[Producer, str, bytes]:
+    """The failover recipes' producer (no idempotence: the lesson is about ``acks``), and
+    its ``before`` value (sequence 0) written and replicated to the whole ISR, as a
+    control before any fault. Returns (producer, producer id, key)."""
+    producer_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    key = values.key(producer_id)
+    producer = Producer(config(cluster.bootstrap_servers, **{
+        "enable.idempotence": False, "acks": acks_text, "linger.ms": 0,
+        "retries": 1000, "retry.backoff.ms": retry_backoff_ms,
+        "request.timeout.ms": request_timeout_ms,
+        "message.timeout.ms": int(timeout * 1000),
+        "topic.metadata.refresh.interval.ms": 1000}))
+    before = _Send(producer, topic, values.encode(producer_id, 0), key)
+    if not before.wait(timeout) or not before.ok:
+        raise RecipeFailed(f"the control write to {topic!r} failed ({before.error_name}) "
+                           "before any fault: is the cluster healthy?")
+    _wait_high_watermark(cluster.direct_bootstrap_servers, topic, 0, before.offset, timeout)
+    return producer, producer_id, key
+
+
 def _acks_setting(acks: int | str) -> str:
     text = str(acks).strip().lower()
     if text in ("1",):
@@ -379,20 +401,9 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
     if len(replicas) < 3:
         raise bad_value("topic", topic, "a topic whose partition 0 has 3 replicas")
     followers = tuple(r for r in replicas if r != old_leader)
-    bootstrap = cluster.bootstrap_servers
-    producer_id = f"acked-{acks_text}-{uuid.uuid4().hex[:8]}"
-    key = values.key(producer_id)
-    producer = Producer(config(bootstrap, **{
-        "enable.idempotence": False, "acks": acks_text, "linger.ms": 0,
-        "retries": 1000, "retry.backoff.ms": 100, "request.timeout.ms": 15000,
-        "message.timeout.ms": int(timeout * 1000),
-        "topic.metadata.refresh.interval.ms": 1000}))
-
-    before = _Send(producer, topic, values.encode(producer_id, 0), key)
-    if not before.wait(timeout) or not before.ok:
-        raise RecipeFailed(f"the control write to {topic!r} failed ({before.error_name}) "
-                           "before any fault: is the cluster healthy?")
-    _wait_high_watermark(cluster.direct_bootstrap_servers, topic, 0, before.offset, timeout)
+    producer, producer_id, key = _control_write(cluster, topic, f"acked-{acks_text}",
+                                                acks_text, timeout, request_timeout_ms=15000,
+                                                retry_backoff_ms=100)
 
     proxy = cluster.proxies.get(old_leader)
     produce_seen = proxy.requests("Produce") if proxy is not None else 0
@@ -548,18 +559,9 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
                         "'docker': a network partition needs containers")
     _ensure_topic(cluster, topic, {"min.insync.replicas": 2})
     old_leader, _ = _wait_isr_full(cluster, topic, 0, timeout)
-    producer_id = f"cut-{acks_text}-{uuid.uuid4().hex[:8]}"
-    key = values.key(producer_id)
-    producer = Producer(config(cluster.bootstrap_servers, **{
-        "enable.idempotence": False, "acks": acks_text, "linger.ms": 0,
-        "retries": 1000, "retry.backoff.ms": 200, "request.timeout.ms": 5000,
-        "message.timeout.ms": int(timeout * 1000),
-        "topic.metadata.refresh.interval.ms": 1000}))
-    before = _Send(producer, topic, values.encode(producer_id, 0), key)
-    if not before.wait(timeout) or not before.ok:
-        raise RecipeFailed(f"the control write to {topic!r} failed ({before.error_name}) "
-                           "before any fault: is the cluster healthy?")
-    _wait_high_watermark(cluster.direct_bootstrap_servers, topic, 0, before.offset, timeout)
+    producer, producer_id, key = _control_write(cluster, topic, f"cut-{acks_text}", acks_text,
+                                                timeout, request_timeout_ms=5000,
+                                                retry_backoff_ms=200)
 
     phases = _Phases()
     try:

@@ -10,6 +10,12 @@ Every run has the same shape, so that runs are comparable across modes and fault
 4. the cluster is healed again and both topics are drained (the final read-back);
 5. the Checker judges History + reads against what the mode allows.
 
+The processing stage of step 3 is the Python loop (``stage="python"``, the default) or
+chapter 05's Spark Structured Streaming query (``stage="spark"``, into one of its sinks:
+:func:`deliverylab.streaming_scene.crash_scene` is the run, crashed by the registry's
+``crash_query`` or ``kill_driver`` after a seeded batch). A Spark run's row is named
+``spark/<sink>`` and held to :data:`SPARK_CLAIMS`.
+
 Every fault is a name of the registry (:data:`deliverylab.faults.FAULTS`). Faults that
 belong to the cluster (lose_ack, isolate_leader, pause_broker) go through the
 :class:`~deliverylab.nemesis.Nemesis`, so a run records exactly what a button press
@@ -40,10 +46,45 @@ from .modes import DeliveryMode, claim_failures
 from .modes import mode as get_mode
 from .nemesis import Nemesis
 from .readers import pending_count, read_back
+from .streaming import CRASHES, MAX_OFFSETS, SINKS
 from .workload import Pipeline, PipelineReport, ProducerWorkload
 
 #: The faults a Scenario runs: "none", then the registry's scenario faults.
 FAULTS: tuple[str, ...] = ("none", *SCENARIO_FAULTS)
+
+#: The processing stages: the Python loop (:class:`~deliverylab.workload.Pipeline`) or
+#: the Spark query (:class:`~deliverylab.streaming.SparkPipeline`).
+STAGES: tuple[str, ...] = ("python", "spark")
+
+#: The faults the Spark stage runs: "none", then the registry's two Spark crashes.
+SPARK_FAULTS: tuple[str, ...] = ("none", *CRASHES)
+
+
+def spark_row(sink: str) -> str:
+    """The matrix row of the Spark stage writing to ``sink``: ``spark/kafka``..."""
+    return f"spark/{sink}"
+
+
+#: What every run of a Spark row shows ("always") or never shows ("never"), as
+#: :data:`deliverylab.modes.CLAIMS` does for the modes. Both crashes land between the
+#: sink's write of batch N and ``commits/N``, so the restarted query replays batch N:
+#: Spark's Kafka sink writes it again -- exactly the records ``offsets/N`` predicted
+#: (``replay_off_prediction`` = |extra records - predicted| is never above 0) -- and the
+#: exactly-once sinks write nothing twice; the transactional sink's crashed attempt is
+#: aborted, visible only to read_uncommitted.
+SPARK_CLAIMS: dict[tuple[str, str], dict[str, str]] = {}
+for _crash in CRASHES:
+    SPARK_CLAIMS[(spark_row("kafka"), _crash)] = {
+        "pipeline_extra": "always", "replay_off_prediction": "never",
+        "pipeline_missing": "never", "lost": "never"}
+    for _sink in ("files", "database"):
+        SPARK_CLAIMS[(spark_row(_sink), _crash)] = {
+            "pipeline_extra": "never", "extra_records": "never",
+            "pipeline_missing": "never", "lost": "never"}
+    SPARK_CLAIMS[(spark_row("kafka_txn"), _crash)] = {
+        "pipeline_extra": "never", "extra_records": "never", "pipeline_missing": "never",
+        "aborted_visible_uncommitted": "always", "lost": "never"}
+del _crash, _sink
 
 
 @dataclass
@@ -60,13 +101,16 @@ class RunResult:
     seconds: float = 0.0
     history: History | None = None
     topics: tuple[str, str] = ("", "")
+    #: "python" or "spark"; a Spark run's ``mode`` is its row, ``spark/<sink>``.
+    stage: str = "python"
 
     def failures(self) -> list[str]:
         """What this run contradicts: its mode's promise and its cell's claim
-        (:func:`deliverylab.modes.claim_failures`); empty when the course holds."""
+        (:func:`deliverylab.modes.claim_failures`; a Spark row's claims are
+        :data:`SPARK_CLAIMS`); empty when the course holds."""
         return [f"{msg} (seed {self.seed})" for msg in claim_failures(
             self.mode, self.fault, self.observed(), self.result.valid,
-            self.result.violations())]
+            self.result.violations(), SPARK_CLAIMS if self.stage == "spark" else None)]
 
     def observed(self) -> dict[str, int]:
         """Every count a matrix cell shows: anomalies and facts, as numbers."""
@@ -76,9 +120,28 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "fault": self.fault, "seed": self.seed,
-                "seconds": round(self.seconds, 2), "observed": self.observed(),
+                "stage": self.stage, "seconds": round(self.seconds, 2),
+                "observed": self.observed(), "facts": dict(self.facts),
                 "result": self.result.to_dict(), "faults": self.faults,
                 "topics": list(self.topics)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        """A run back from :meth:`to_dict` (a results file), without its History.
+
+        Files written before ``facts`` was stored get them back from ``observed``:
+        whatever it holds beyond the Checker's counts.
+        """
+        r = data["result"]
+        result = C.Result(bool(r["valid"]), dict(r["counts"]), dict(r.get("examples", {})),
+                          frozenset(r.get("allowed", ())), dict(r.get("stats", {})))
+        facts = data.get("facts")
+        if facts is None:
+            facts = {k: v for k, v in data.get("observed", {}).items()
+                     if k not in result.counts}
+        return cls(data["mode"], data["fault"], int(data["seed"]), result, dict(facts),
+                   list(data.get("faults", [])), float(data.get("seconds", 0.0)), None,
+                   tuple(data.get("topics", ("", ""))), data.get("stage", "python"))
 
 
 class Scenario:
@@ -94,14 +157,26 @@ class Scenario:
         txn_size, commit_interval_ms: transactional modes: the producer and the
             processing stage commit after this many values or once a transaction is this
             old, whichever first (default: the mode's, 1000 values / 100 ms).
+        stage: the processing stage, ``"python"`` or ``"spark"`` (:data:`STAGES`). The
+            Spark stage runs ``fault`` "none" or a Spark crash (:data:`SPARK_FAULTS`);
+            ``mode`` is then the input producer's (a non-transactional one: every input
+            offset is a record, so a replay's size is exactly what ``offsets/N`` says).
+        sink: Spark stage: one of :data:`deliverylab.streaming.SINKS`.
+        max_offsets: Spark stage: offsets per micro-batch.
+        master: Spark stage: the Spark master (default: the Inspector's ``local[2]``).
     """
 
     def __init__(self, mode: DeliveryMode | str, fault: str = "none", values: int = 200,
                  partitions: int = 3, rate: float | None = None,
                  txn_size: int | None = None,
-                 commit_interval_ms: float | None = None) -> None:
-        if fault not in FAULTS:
-            raise bad_value("fault", fault, "one of " + ", ".join(FAULTS))
+                 commit_interval_ms: float | None = None, stage: str = "python",
+                 sink: str = "kafka", max_offsets: int = MAX_OFFSETS,
+                 master: str | None = None) -> None:
+        if stage not in STAGES:
+            raise bad_value("stage", stage, "one of " + ", ".join(STAGES))
+        faults = SPARK_FAULTS if stage == "spark" else FAULTS
+        if fault not in faults:
+            raise bad_value("fault", fault, f"one of {', '.join(faults)} (stage {stage})")
         if not isinstance(values, int) or values < 10:
             raise bad_value("values", values, "a whole number >= 10")
         self.mode = get_mode(mode).with_commits(txn_size, commit_interval_ms)
@@ -109,8 +184,30 @@ class Scenario:
         self.values = values
         self.partitions = partitions
         self.rate = rate if rate is not None else max(400.0, values / 5)
+        self.stage, self.sink, self.master = stage, sink, master
+        self.max_offsets = max_offsets
+        if stage == "spark":
+            if sink not in SINKS:
+                raise bad_value("sink", sink, "one of " + ", ".join(SINKS))
+            if self.mode.transactional:
+                raise bad_value("mode", self.mode.name, "a non-transactional input mode "
+                                "for the Spark stage (markers would take offsets)")
+            if not isinstance(max_offsets, int) or not 1 <= max_offsets <= values:
+                raise bad_value("max_offsets", max_offsets, f"a whole number in 1..{values}")
+
+    @property
+    def row(self) -> str:
+        """The matrix row this scenario fills: its mode, or ``spark/<sink>``."""
+        return spark_row(self.sink) if self.stage == "spark" else self.mode.name
+
+    def crash_batch(self, seed: int) -> int:
+        """Spark stage: the batch after whose write the seeded crash lands. The input
+        holds at least ``values // max_offsets`` batches, so that batch always exists."""
+        return random.Random(seed).randint(0, max(0, self.values // self.max_offsets - 1))
 
     def run(self, seed: int, cluster: Cluster) -> RunResult:
+        if self.stage == "spark":
+            return self._run_spark(seed, cluster)
         t0 = time.monotonic()
         rng = random.Random(seed)
         tag = f"{self.mode.name.lower()}-{self.fault}-{seed}-{uuid.uuid4().hex[:6]}"
@@ -142,6 +239,29 @@ class Scenario:
                    "process": op.process} for op in history.faults()]
         return RunResult(self.mode.name, self.fault, seed, result, facts, faults,
                          time.monotonic() - t0, history, (source, sink))
+
+    def _run_spark(self, seed: int, cluster: Cluster) -> RunResult:
+        """One :func:`~deliverylab.streaming_scene.crash_scene`, as a matrix run."""
+        from .streaming_scene import crash_scene
+
+        t0 = time.monotonic()
+        crash_at = self.crash_batch(seed)
+        scene = crash_scene(cluster, self.sink, None if self.fault == "none" else self.fault,
+                            self.values, crash_at, self.partitions, self.max_offsets,
+                            master=self.master, input_mode=self.mode.name)
+        try:
+            facts: dict[str, Any] = dict(scene.facts)
+            if scene.predicted is not None:
+                facts["crashed_batch"] = crash_at
+                facts["predicted"] = scene.predicted
+                facts["replay_off_prediction"] = abs(scene.extra - scene.predicted)
+            history = scene.pipeline.history
+            faults = [{"time": op.time, "name": op.fault, "did": op.detail,
+                       "process": op.process} for op in history.faults()]
+        finally:
+            scene.pipeline.clean()  # checkpoint, state, file or database output
+        return RunResult(self.row, self.fault, seed, scene.result, facts, faults,
+                         time.monotonic() - t0, history, scene.topics, "spark")
 
 
 class _Run:

@@ -290,10 +290,16 @@ def run_query(spark: SparkSession, spec: QuerySpec, timeout: float = 600.0) -> N
     query = (writer.option("checkpointLocation", spec.checkpoint)
              .queryName(f"deliverylab-{spec.process}")
              .trigger(availableNow=True).start())
+    await_query(query, f"the Spark query {spec.process}", spec.checkpoint, timeout)
+
+
+def await_query(query: Any, what: str, checkpoint: str, timeout: float) -> None:
+    """Wait for an ``availableNow`` query to drain its input; raise (never return half a
+    run) if it does not within ``timeout``, and stop it either way."""
     try:
         if not query.awaitTermination(timeout):
-            raise LabError(f"the Spark query {spec.process} did not finish within "
-                           f"{timeout:.0f} s; its checkpoint is {spec.checkpoint}")
+            raise LabError(f"{what} did not finish within {timeout:.0f} s; its "
+                           f"checkpoint is {checkpoint}")
     finally:
         if query.isActive:
             query.stop()

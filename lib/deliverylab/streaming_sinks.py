@@ -348,15 +348,9 @@ def deduplicate(spark: Any, bootstrap: str, source: str, target: str, checkpoint
              .option("kafka.bootstrap.servers", bootstrap).option("topic", target)
              .option("checkpointLocation", checkpoint)
              .queryName("deliverylab-dedup").trigger(availableNow=True).start())
-    try:
-        if not query.awaitTermination(timeout):
-            from .errors import LabError
+    from .streaming import await_query  # streaming imports this module
 
-            raise LabError(f"the dedup query did not finish within {timeout:.0f} s; "
-                           f"its checkpoint is {checkpoint}")
-    finally:
-        if query.isActive:
-            query.stop()
+    await_query(query, "the dedup query", checkpoint, timeout)
 
 
 def state_rows(spark: Any, checkpoint: str) -> int:

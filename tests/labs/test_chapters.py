@@ -85,6 +85,41 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                         >= 2 * max(o["e2e_p95_ms"]["txn 10ms"],
                                                    o["e2e_p95_ms"]["txn 100ms"])
                                         and len(o["table"]["rows"]) >= 7),
+    "07_exactly_once_sources": lambda o: (o["predicted"] == o["lines"]
+                                          == o["kill_duplicates"] == o["spark_kill_duplicates"]
+                                          and o["term_duplicates"] == 0
+                                          and o["eos_kill_duplicates"] == 0
+                                          and o["eos_kill_missing"] == 0
+                                          and o["open_committed_duplicates"] == 0
+                                          and o["open_aborted"] == o["lines"]
+                                          and o["open_markers"][0] == "ABORT"
+                                          and o["zombie_duplicates"] >= 1
+                                          and o["eos_zombie_fenced_lines"] >= 1
+                                          and o["eos_zombie_duplicates"] == 0
+                                          and o["eos_zombie_missing"] == 0
+                                          and o["python_commit_error"] is not None
+                                          and o["python_value_committed"] == 0),
+    "09_kafka_bugs": lambda o: (o["expired_duplicates"] == [1] * o["runs"]
+                                and o["kept_duplicates"] == [0] * o["runs"]
+                                and o["expired_late"] == [["NONE"]] * o["runs"]
+                                and o["stale_aborted_reads"] == [1] * o["runs"]
+                                and o["stale_late"] == [["NONE"]] * o["runs"]
+                                and o["disk_commit_markers"] == 2
+                                and len(o["java_late"]) == o["java_runs"] >= 1
+                                and all(late and late[0] != "NONE"
+                                        for late in o["java_late"])
+                                and o["hung_partitions"] == [1] * o["runs"]
+                                and o["hung_found"] == [1] * o["runs"]
+                                and o["hung_repaired"] == [True] * o["runs"]
+                                and o["verified_partitions"] == [0] * o["runs"]
+                                and all(late[0] != "NONE" for late in o["verified_late"])
+                                and o["buttons_pressed"] == ["Stale EndTxn",
+                                                             "Expiration above timeout"]
+                                and o["matrix_runs"] >= o["matrix_cells"] >= 8
+                                and o["matrix_not_held"] == {} and o["matrix_broken"] == {}
+                                and len(o["matrix_spark_kafka"]) >= 1
+                                and all(extra == predicted > 0 for extra, predicted
+                                        in o["matrix_spark_kafka"])),
 }
 
 

@@ -22,10 +22,12 @@ from deliverylab.framing import (
     FramingError,
     api_key,
     api_name,
+    error_name_of,
     parse_request_header,
     parse_response_correlation,
+    parse_response_error,
 )
-from deliverylab.proxy import AckLoss, Proxy
+from deliverylab.proxy import AckLoss, Hold, Proxy
 
 # --- building frames by hand ---------------------------------------------------------
 
@@ -237,6 +239,7 @@ class FakeBroker:
         self.port = self.sock.getsockname()[1]
         self.received: list[tuple[str, int]] = []
         self.payload_bytes = 0
+        self.answers: dict[int, bytes] = {}  # api key -> response payload after the cid
         self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -263,7 +266,8 @@ class FakeBroker:
                     self.payload_bytes += len(body)
                 if head.expects_response:
                     try:
-                        conn.sendall(response(head.correlation_id, b"r" * 10))
+                        conn.sendall(response(head.correlation_id,
+                                              self.answers.get(head.api_key, b"r" * 10)))
                     except OSError:
                         return
 
@@ -514,3 +518,137 @@ def test_start_on_a_taken_port_says_so():
         s.listen()
         with pytest.raises(PortTaken, match="could not listen"):
             Proxy(s.getsockname()[1], 1).start()
+
+
+# --- response error codes and the hold fault ------------------------------------------
+
+
+def produce_answer(error: int, version: int = 7, topic: str = "orders") -> bytes:
+    """A Produce response body after the correlation id: one topic, one partition."""
+    if version >= 9:
+        return (uvarint(0) + uvarint(2) + uvarint(len(topic) + 1) + topic.encode()
+                + uvarint(2) + struct.pack(">ihq", 0, error, 42) + b"rest")
+    return (struct.pack(">ih", 1, len(topic)) + topic.encode() + struct.pack(">i", 1)
+            + struct.pack(">ihq", 0, error, 42))
+
+
+def throttle_error(error: int, flexible: bool = False) -> bytes:
+    return (uvarint(0) if flexible else b"") + struct.pack(">ih", 0, error)
+
+
+@pytest.mark.parametrize("version", [3, 7, 8, 9, 10])
+def test_produce_response_error_code(version: int):
+    body = struct.pack(">i", 5) + produce_answer(45, version)
+    assert parse_response_error(0, version, body) == 45
+    assert error_name_of(45) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+@pytest.mark.parametrize(("key", "version", "flexible"),
+                         [(26, 0, False), (26, 1, False), (26, 3, True), (26, 5, True),
+                          (22, 1, False), (22, 4, True), (25, 2, False)])
+def test_throttle_then_error_responses(key: int, version: int, flexible: bool):
+    body = struct.pack(">i", 9) + throttle_error(48, flexible)
+    assert parse_response_error(key, version, body) == 48
+    assert error_name_of(48) == "INVALID_TXN_STATE" and error_name_of(0) == "NONE"
+
+
+def test_unreadable_error_codes_are_none_not_guesses():
+    assert parse_response_error(3, 12, struct.pack(">i", 1) + b"\0" * 20) is None  # Metadata
+    assert parse_response_error(26, 1, struct.pack(">i", 1) + b"\0\0") is None  # cut short
+    assert error_name_of(None) == "unknown" and error_name_of(1234) == "error-1234"
+
+
+def test_hold_budget_skip_and_client_filter():
+    hold = Hold("EndTxn", count=1, skip=1, client_id="app")
+    end = parse_request_header(request(26, 1, 1, "app")[4:])
+    other = parse_request_header(request(26, 1, 2, "else")[4:])
+    assert not hold._take(other)  # another client
+    assert not hold._take(end)  # skipped: the first one passes
+    assert hold._take(end) and not hold._take(end)  # budget spent
+    hold._unchoose()  # its connection died before the frame was whole
+    assert hold._take(end) and hold.finished
+    with pytest.raises(BadValue, match="count"):
+        Hold(count=0)
+    with pytest.raises(BadValue, match="skip"):
+        Hold(skip=-1)
+
+
+def test_hold_keeps_a_request_from_the_broker_and_injects_it_later(setup):
+    proxy, broker = setup
+    broker.answers[26] = throttle_error(48)  # the broker refuses the late EndTxn
+    hold = proxy.hold("EndTxn")
+    end_txn = request(26, 1, 2, body=b"txn-id-and-more")
+    with connect(proxy) as c:
+        c.sendall(request(3, 12, 1) + end_txn + request(3, 12, 3))
+        assert read_responses(c, 1) == [1]  # what came before the held request passes
+        assert silent(c)  # then nothing: the client waits, as for a lost packet
+        assert hold.wait(2) and broker.cids() == [1]  # nothing behind it went on either
+        assert hold.held[0].frame == end_txn and "hold" not in proxy.faults()
+    assert hold.inject() == ["INVALID_TXN_STATE"]  # on a connection of its own
+    assert wait_for(lambda: broker.cids() == [1, 2])
+    assert hold.held[0].how == "injected"
+
+
+def test_hold_release_sends_a_late_retry_on_the_clients_connection(setup):
+    proxy, broker = setup
+    broker.answers[0] = produce_answer(0, version=9)
+    hold = proxy.hold("Produce", skip=1, client_id="victim")
+    big = produce(3, version=9, payload=b"x" * 300_000, client_id="victim")
+    with connect(proxy) as c:
+        c.sendall(produce(2, version=9, client_id="victim"))  # skipped: passes
+        assert read_responses(c, 1) == [2]
+        c.sendall(big + request(3, 12, 4))  # held whole, across many chunks
+        assert hold.wait(2) and silent(c) and broker.cids() == [2]
+        assert hold.held[0].frame == big
+        assert hold.release() == ["NONE"]  # the late request took effect
+        assert read_responses(c, 2) == [3, 4]  # the client hears back after all
+    assert broker.cids() == [2, 3, 4]
+
+
+def test_heal_lets_a_held_request_go_on(setup):
+    proxy, broker = setup
+    hold = proxy.hold("Produce")
+    with connect(proxy) as c:
+        c.sendall(produce(1))
+        assert hold.wait(2) and silent(c)
+        proxy.heal()
+        assert read_responses(c, 1) == [1]
+    assert broker.cids() == [1] and proxy.faults() == []
+
+
+def test_nemesis_hold_and_inject_are_fault_ops(setup):
+    from types import SimpleNamespace
+
+    from deliverylab.history import History
+    from deliverylab.nemesis import Nemesis, NemesisError
+
+    proxy, broker = setup
+    broker.answers[26] = throttle_error(0)
+    history = History()
+    nemesis = Nemesis(SimpleNamespace(proxies={1: proxy}, nodes=[1]), history)
+    with pytest.raises(NemesisError, match="no request is held"):
+        nemesis.inject_held()
+    record = nemesis.apply("hold_request", api="EndTxn", client_id="app")
+    with connect(proxy) as c:
+        c.sendall(request(26, 1, 7, "app"))
+        assert record.handle.wait(2)
+    done = nemesis.inject_held()
+    assert "the broker answered NONE" in done.did
+    assert [(op.fault, op.kind) for op in history.faults()] == [
+        ("hold_request", "fault"), ("inject_held", "fault")]
+    assert broker.cids() == [7]
+
+
+def test_release_after_the_client_left_uses_the_kept_broker_connection(setup):
+    proxy, broker = setup
+    broker.answers[26] = throttle_error(0)
+    hold = proxy.hold("EndTxn")
+    with connect(proxy) as c:
+        c.sendall(request(26, 1, 5))
+        assert hold.wait(2)
+    # The client gave up and closed; the proxy reads nothing more from it, so the link
+    # and its broker connection stay open for the late request.
+    time.sleep(0.2)
+    assert proxy.stats()["connections_open"] == 1
+    assert hold.release() == ["NONE"] and hold.held[0].how == "released"
+    assert broker.cids() == [5]

@@ -165,6 +165,7 @@ class Cluster:
         self._reaper = None
         self._admin: AdminClient | None = None
         self._lock = threading.RLock()
+        self.connects: list[Any] = []  # Connect clusters started by connect()
         #: Seconds spent in each phase of the last start, in order (bench/cluster_start.py
         #: prints them): where a slow start goes.
         self.start_phases: dict[str, float] = {}
@@ -289,6 +290,9 @@ class Cluster:
         With ``keep_data`` they get a SIGTERM and a few seconds first.
         """
         with self._lock:
+            for connect in self.connects:
+                connect.stop()
+            self.connects.clear()
             if self.backend is not None:
                 if self.keep_data:
                     for node_id in self.processes:
@@ -592,6 +596,30 @@ class Cluster:
         ready.wait_until(f"topic {name!r} with a leader on each of its {partitions} "
                          "partitions", has_leaders, timeout, explain=self._why_stuck)
         return name
+
+    # ----------------------------------------------------------------- Connect
+    def connect(self, workers: int = 2, exactly_once: bool = False,
+                **options: Any) -> Any:
+        """Start a Kafka Connect cluster of ``workers`` JVMs on this cluster (distributed
+        mode, chapter 07) and return its :class:`~deliverylab.connect.Connect`; it stops
+        with this cluster. ``exactly_once`` sets ``exactly.once.source.support=enabled``
+        on every worker; ``options`` go to ``Connect`` (``offset_flush_ms``, ``group``...).
+        """
+        from ..connect import Connect
+
+        self._require_started()
+        connect = Connect(self, workers, exactly_once, **options)
+        self.connects.append(connect)
+        return connect.start()
+
+    @property
+    def connected(self) -> Any:
+        """The Connect cluster started last (what worker faults aim at)."""
+        live = [c for c in self.connects if any(w.state != "stopped" for w in c.workers)]
+        if not live:
+            raise ClusterNotReady("no Connect cluster is running: start one with "
+                                  "cluster.connect(workers=2)")
+        return live[-1]
 
     # -------------------------------------------------------------------- logs
     def log_path(self, node: int) -> Path:

@@ -1,0 +1,152 @@
+"""The proxy's ``hold`` fault: a request kept from the broker, delivered late.
+
+Why its own module: the published-bug reproductions (:mod:`deliverylab.bugs`) need a
+request to arrive *after* its client gave up on it, which no delay of a connection can
+do. :class:`Hold` is the handle (budget, what was held, the broker's answers); the
+proxy's links do the holding (:meth:`deliverylab.proxy.Proxy.hold`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import bad_value
+from .framing import RequestHeader, api_key, api_name
+
+if TYPE_CHECKING:
+    from .proxy import Proxy, _Link
+
+
+@dataclass
+class HeldRequest:
+    """One request a :class:`Hold` kept from the broker: its header and whole frame."""
+
+    proxy: Proxy
+    link: _Link
+    head: RequestHeader
+    frame: bytes
+    hold: Hold
+    error: str | None = None  # the broker's answer once released or injected
+    how: str = ""  # "released" (on the client's own connection) or "injected"
+
+
+class Hold:
+    """Handle of one ``hold`` fault: requests of one api kept from the broker until told.
+
+    Why: Kafka's published transaction bugs need a request to arrive *late* (after the
+    client gave up on it and moved on), which no delay of a whole connection can do,
+    since a broker answers one connection's requests in order. The proxy keeps the
+    chosen request's frame (and everything the client pipelined after it on that
+    connection), lets ``skip`` earlier matching requests through first, and then:
+
+    - :meth:`release` forwards it on the connection it came on (a retry that arrives
+      late); a client still waiting gets the answer. The proxy reads nothing more from
+      that client once it holds the request, so even a client that gave up and closed
+      leaves the broker side of the connection open for the late request.
+    - :meth:`inject` sends the kept bytes to the broker on a connection of the proxy's
+      own, once the client has given up and moved on (a stale request surfacing); the
+      client's connection, if still open, is closed first.
+
+    Either way the broker's error code is recorded (``errors``), so the History can say
+    what the late request did. ``count`` requests are held at most; the budget is shared
+    by every proxy the hold is armed on.
+    """
+
+    def __init__(self, api: str | int = "Produce", count: int = 1, skip: int = 0,
+                 client_id: str | None = None) -> None:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise bad_value("count", count, "a whole number >= 1")
+        if not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
+            raise bad_value("skip", skip, "a whole number >= 0")
+        self.api_key = api_key(api)
+        self.count = count
+        self.client_id = client_id
+        self._skip = skip
+        self._cond = threading.Condition()
+        self._chosen = 0
+        self._cancelled = False
+        self.held: list[HeldRequest] = []
+
+    @property
+    def api(self) -> str:
+        return api_name(self.api_key)
+
+    @property
+    def finished(self) -> bool:
+        with self._cond:
+            return self._cancelled or self._chosen >= self.count
+
+    @property
+    def errors(self) -> list[str | None]:
+        """The broker's answer to each held request sent so far (None: not sent yet)."""
+        with self._cond:
+            return [h.error for h in self.held]
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until ``count`` requests are held; False if the timeout came first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.held) >= self.count, timeout)
+
+    def wait_answers(self, timeout: float | None = None) -> bool:
+        """Block until every held request sent on has its broker answer."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: all(h.error is not None for h in self.held if h.how), timeout)
+
+    def cancel(self) -> None:
+        """Hold no further request (what is held stays held)."""
+        with self._cond:
+            self._cancelled = True
+            self._cond.notify_all()
+
+    def release(self, timeout: float = 10.0) -> list[str | None]:
+        """Forward every held request on its client's connection (or inject it when the
+        client gave up), wait for the broker's answers and return their error names."""
+        self.cancel()
+        for held in list(self.held):
+            if not held.how:
+                held.proxy._call(lambda h=held: h.link.release_held(h))
+        self.wait_answers(timeout)
+        return self.errors
+
+    def inject(self, timeout: float = 10.0) -> list[str | None]:
+        """Send every held request to the broker on the proxy's own connection; return
+        the broker's error names (``NONE``: the late request took effect)."""
+        self.cancel()
+        for held in list(self.held):
+            if not held.how:
+                held.proxy._inject(held, timeout)
+        return self.errors
+
+    # Called on the proxy loop thread.
+    def _take(self, head: RequestHeader) -> bool:
+        if head.api_key != self.api_key or (self.client_id is not None
+                                            and head.client_id != self.client_id):
+            return False
+        with self._cond:
+            if self._cancelled or self._chosen >= self.count:
+                return False
+            if self._skip:
+                self._skip -= 1
+                return False
+            self._chosen += 1
+            return True
+
+    def _unchoose(self) -> None:
+        with self._cond:
+            self._chosen -= 1
+
+    def _keep(self, held: HeldRequest) -> None:
+        with self._cond:
+            self.held.append(held)
+            self._cond.notify_all()
+
+    def _answered(self, held: HeldRequest, error: str) -> None:
+        with self._cond:
+            held.error = error
+            self._cond.notify_all()
+
+    def __repr__(self) -> str:
+        return f"<Hold {self.api} held {len(self.held)}/{self.count} {self.errors}>"

@@ -1,0 +1,128 @@
+"""The published-bug reproductions without a cluster: their registry, arguments, verdicts.
+
+The reproductions themselves run on a real broker (tests/integration/test_bugs.py); here
+the Checker's judgement of their evidence is checked on hand-written histories.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from deliverylab import bugs
+from deliverylab import checker as C
+from deliverylab.errors import BadValue, LabError
+from deliverylab.history import History, Read
+
+
+def test_every_bug_names_a_checker_anomaly_and_its_fix():
+    for name, bug in bugs.BUGS.items():
+        assert bug.name == name and bug.anomaly in (*C.ANOMALIES, bugs.HUNG)
+        assert bug.reference and bug.fixed_by
+
+
+def test_a_reproduction_needs_the_proxy_and_sane_times():
+    bare = SimpleNamespace(proxies={})
+    with pytest.raises(LabError, match="proxy=True"):
+        bugs.expired_producer(bare)
+    with pytest.raises(LabError, match="proxy=True"):
+        bugs.stale_end_txn(bare)
+    proxied = SimpleNamespace(proxies={1: object()})
+    with pytest.raises(BadValue, match="expiration_ms"):
+        bugs.expired_producer(proxied, expiration_ms=0)
+    with pytest.raises(BadValue, match="hold_s"):
+        bugs.expired_producer(proxied, expiration_ms=1500, hold_s=30.0)
+
+
+def _expired_history(copies: int) -> tuple[History, list[Read]]:
+    """What expired_producer records: one acknowledged send, a lost ack, a held retry."""
+    h = History()
+    h.record("nemesis", "fault", "info", fault="lose_ack")
+    h.record("nemesis", "fault", "info", fault="hold_request")
+    h.record("nemesis", "fault", "info", fault="release_held", detail="answered NONE")
+    h.record("idempotent", "send", "ok", ["idempotent:0"], topic="t", partition=0, offset=0)
+    reads = [Read("t", 0, o, "idempotent:0", "read_uncommitted") for o in range(copies)]
+    return h, reads
+
+
+def test_a_forgotten_producer_duplicate_is_judged_a_duplicate():
+    h, reads = _expired_history(2)
+    result = C.check(h, reads)
+    rep = bugs.Reproduction("expired_producer", "bug", "t", h, reads, result, ["NONE"], 1.0)
+    assert rep.anomalies == 1 and not result.valid
+    assert "1 duplicates" in rep.summary() or "1 duplicate" in rep.summary()
+    h, reads = _expired_history(1)
+    fixed = bugs.Reproduction("expired_producer", "fixed", "t", h, reads, C.check(h, reads),
+                              ["NONE"], 1.0)
+    assert fixed.anomalies == 0 and fixed.to_dict()["result"]["valid"]
+
+
+def test_a_committed_value_of_an_aborted_transaction_is_an_aborted_read():
+    h = History()
+    h.record("shop", "begin_txn", "ok", txn="shop/txn-1")
+    h.record("shop", "send", "ok", ["shop:0"], topic="t", partition=0, offset=0,
+             txn="shop/txn-1")
+    h.record("shop", "commit_txn", "ok", txn="shop/txn-1")
+    h.record("shop", "begin_txn", "ok", txn="shop/txn-2")
+    h.record("shop", "send", "ok", ["shop:1"], topic="t", partition=0, offset=2,
+             txn="shop/txn-2")
+    h.record("nemesis", "fault", "info", fault="inject_held", detail="answered NONE")
+    h.record("shop", "abort_txn", "fail", txn="shop/txn-2", error="INVALID_TXN_STATE")
+    torn = [Read("t", 0, 0, "shop:0", "read_committed"), Read("t", 0, 2, "shop:1",
+                                                              "read_committed")]
+    rep = bugs.Reproduction("stale_end_txn", "bug", "t", h, torn, C.check(h, torn),
+                            ["NONE"], 1.0)
+    assert rep.anomalies == 1 and rep.result.examples[C.ABORTED_READS][0]["value"] == "shop:1"
+    intact = torn[:1]
+    assert C.check(h, intact).counts[C.ABORTED_READS] == 0
+
+
+def test_the_buttons_are_the_chapters_actions_and_record_their_runs(monkeypatch):
+    from deliverylab import params
+
+    runs: list = []
+    specs = bugs.buttons(SimpleNamespace(proxies={1: object()}), runs=runs)
+    assert tuple(s.label for s in specs) == bugs.ACTIONS
+    assert params.SPECS["09_kafka_bugs"]["actions"].choices == bugs.ACTIONS
+    fake = bugs.Reproduction("expired_producer", "bug", "t", History(), [],
+                             C.check([], []), ["NONE"], 0.1)
+    monkeypatch.setattr(bugs, "stale_end_txn", lambda cluster: fake)
+    specs = bugs.buttons(SimpleNamespace(proxies={1: object()}), runs=runs)
+    assert specs[2].method().startswith("Idempotence isn't forever (bug)")
+    assert runs == [fake]
+
+
+def _txn_history(end: bool) -> History:
+    h = History()
+    h.record("late-writer", "begin_txn", "ok", txn="late-writer/txn-1")
+    h.record("late-writer", "send", "fail", ["late-writer:0"], topic="t",
+             txn="late-writer/txn-1", error="_PURGE_INFLIGHT")
+    if end:
+        h.record("late-writer", "abort_txn", "ok", txn="late-writer/txn-1")
+    return h
+
+
+def test_a_partition_held_back_after_every_transaction_ended_is_hung():
+    stuck = [{"partition": 0, "log_start_offset": 0, "high_watermark": 2,
+              "last_stable_offset": 1}]
+    moving = [{**stuck[0], "last_stable_offset": 2}]
+    done = _txn_history(end=True)
+    assert bugs.hung_partitions(done, stuck) == stuck
+    assert bugs.hung_partitions(done, moving) == []
+    with pytest.raises(LabError, match="late-writer/txn-1 is open"):
+        bugs.hung_partitions(_txn_history(end=False), stuck)  # held back by design
+    rep = bugs.Reproduction("hanging_transaction", "bug", "t", done, [], C.check(done, []),
+                            ["NONE"], 1.0, {bugs.HUNG: stuck})
+    assert rep.anomalies == 1
+
+
+def test_find_hanging_output_is_parsed():
+    text = ("Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\t"
+            "LastTimestamp\tDuration(min)\t\nhanging-1\t0\t7\t0\t0\t1\t1795451329270\t0\t\n")
+    rows = bugs.parse_hanging(text)
+    assert rows == [{"Topic": "hanging-1", "Partition": "0", "ProducerId": "7",
+                     "ProducerEpoch": "0", "CoordinatorEpoch": "0", "StartOffset": "1",
+                     "LastTimestamp": "1795451329270", "Duration(min)": "0"}]
+    assert bugs.parse_hanging("Topic\tPartition\tProducerId\n") == []
+    assert bugs.parse_hanging("") == []
