@@ -111,3 +111,8 @@ def test_main_prints_the_table_and_fails_if_a_chapter_failed(tmp_path, monkeypat
     out = capsys.readouterr().out
     assert code == 1
     assert "1/2 chapters passed" in out and "01_a" in out and "02_b" in out
+
+
+def test_run_all_goal_is_printed_beside_the_time():
+    assert course.run_all_goal(179.6) == "(goal <= 180 s: met)"
+    assert course.run_all_goal(181) == "(goal <= 180 s: MISSED)"

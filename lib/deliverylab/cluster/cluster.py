@@ -166,6 +166,9 @@ class Cluster:
         self._admin: AdminClient | None = None
         self._lock = threading.RLock()
         self.connects: list[Any] = []  # Connect clusters started by connect()
+        #: Seconds spent in each phase of the last start, in order (bench/cluster_start.py
+        #: prints them): where a slow start goes.
+        self.start_phases: dict[str, float] = {}
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -219,13 +222,17 @@ class Cluster:
             _LIVE.add(self)
             if self.use_proxy:
                 self._start_proxies()
+            phase = time.monotonic()
             self.backend.prepare(self.spec)
+            self.start_phases["prepare (properties, storage format)"] = time.monotonic() - phase
+            phase = time.monotonic()
             for node_id in self.processes:
                 self.backend.launch(node_id)
                 self.states[node_id] = "up"
+            self.start_phases["launch (spawn every node)"] = time.monotonic() - phase
             ready.wait_ready(self.bootstrap_servers, self.size,
                              ready.Deadline(self.ready_timeout), self._check_alive,
-                             explain=self._why_stuck)
+                             explain=self._why_stuck, phases=self.start_phases)
         except BaseException:
             self.stop()
             raise

@@ -8,19 +8,25 @@ with the other backends.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
+from typing import IO
 
 import psutil
 
 from .. import jars
 from ..errors import BrokerExited
 from ..java import find_java
-from .properties import ClusterSpec, render, server_properties
+from .properties import ClusterSpec, NodePorts, render, server_properties
 
 # Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
 # the smallest footprint and is plenty for a teaching cluster's load.
@@ -36,6 +42,18 @@ CONTROLLER_JVM_OPTS = [
     "-XX:ReservedCodeCacheSize=32m", "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true", "-Dlog4j2.disable.jmx=true",
 ]
+# Local JVMs only (the containers' options are generated into docker/config elsewhere):
+# TieredStopAtLevel=1, the C1 compiler only. At start-up three JVMs on two cores spend
+# much of their CPU in C2 compiling; with C1 only a 3-broker cluster is ready ~1.4 s
+# sooner and each broker holds ~30 MB less (bench/cluster_start.py). The price is peak
+# broker throughput, which a Python client loop does not reach (bench/proxy_overhead.py
+# prints the direct rate); jvm_opts=["-XX:TieredStopAtLevel=4"] brings C2 back.
+LOCAL_JVM_OPTS = ["-XX:TieredStopAtLevel=1"]
+# A voter that knows no leader waits a random 1-2 election timeouts before it stands: at
+# every start that is a second of nobody leading. 500 ms (Kafka's default is 1000) halves
+# it; noticing a dead leader is controller.quorum.fetch.timeout.ms (2 s), unchanged.
+# Local JVMs only (an override wins): the containers' files are generated elsewhere.
+QUORUM_TIMING = {"controller.quorum.election.timeout.ms": "500"}
 # The storage formatter runs once and exits: optimise for start-up, not throughput.
 TOOL_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 
@@ -65,8 +83,10 @@ class LocalBackend:
         archive = class_archive(kafka_version)
         # -Xshare:auto (the default) falls back silently if the archive does not fit.
         shared = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
-        self.broker_opts = [*BROKER_JVM_OPTS, *shared, *(jvm_opts or [])]
-        self.controller_opts = [*CONTROLLER_JVM_OPTS, *shared, *(jvm_opts or [])]
+        # The caller's options last: the JVM takes the last of a repeated flag.
+        self.broker_opts = [*BROKER_JVM_OPTS, *LOCAL_JVM_OPTS, *shared, *(jvm_opts or [])]
+        self.controller_opts = [*CONTROLLER_JVM_OPTS, *LOCAL_JVM_OPTS, *shared,
+                                *(jvm_opts or [])]
         self.spec: ClusterSpec | None = None
         self.tool_opts = [*TOOL_JVM_OPTS, *shared]
         self.procs: dict[int, subprocess.Popen] = {}
@@ -86,28 +106,83 @@ class LocalBackend:
         return f"{self.libs}/*"
 
     def prepare(self, spec: ClusterSpec) -> None:
-        """Write each node's properties and format its storage (all nodes in parallel)."""
+        """Write each node's properties and give it formatted storage.
+
+        Kafka's storage tool is a JVM start (about a CPU-second each, three or four of
+        them per cluster on two cores), and what it writes depends only on the node's
+        shape, not on this cluster: ``meta.properties`` (cluster.id, node.id,
+        directory.id, version) and ``bootstrap.checkpoint`` (the feature levels). So each
+        shape is formatted once, by the tool itself, into a cache (:func:`storage_cache`)
+        and copied; the copy gets this cluster's id and a fresh directory id, the two
+        values the tool would have chosen differently. Overrides that move the log
+        directories fall back to formatting every node (all in parallel).
+        """
         self.spec = spec
         formatters = []
         for node in spec.all_nodes:
             ndir = self.node_dir(node.node_id)
             ndir.mkdir(parents=True, exist_ok=True)
-            props = server_properties(spec, node, str(ndir / "data"))
+            props = {**QUORUM_TIMING, **server_properties(spec, node, str(ndir / "data"))}
             (ndir / "server.properties").write_text(render(props))
-            out = open(ndir / "format.log", "w")  # noqa: SIM115 - closed below
-            formatters.append((node.node_id, out, subprocess.Popen(
-                [self.java, *self.tool_opts, "-cp", self._classpath(),
-                 f"-Dlog4j2.configurationFile={jars.log4j_config()}",
-                 "kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
-                 "-c", str(ndir / "server.properties"), "--ignore-formatted"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)))
-        for node_id, out, proc in formatters:
+            if (ndir / "data" / "meta.properties").exists():
+                continue  # already formatted (a kept data_dir): as --ignore-formatted
+            template = self._template(spec, node)
+            if template is not None and template.exists():
+                copy_storage(template, ndir / "data", spec.cluster_id)
+                continue
+            if template is not None:  # first start of this shape: format it into the cache
+                work = template.parent / f".{template.name}-{uuid.uuid4().hex[:8]}"
+                work.mkdir(parents=True)
+                props = server_properties(spec, node, str(work / "data"))
+                (work / "server.properties").write_text(render(props))
+                formatters.append((node, ndir, template, work, self._format(
+                    spec, work / "server.properties", ndir / "format.log")))
+            else:
+                formatters.append((node, ndir, None, None, self._format(
+                    spec, ndir / "server.properties", ndir / "format.log")))
+        for node, ndir, template, work, (out, proc) in formatters:
             code = proc.wait(timeout=120)
             out.close()
             if code != 0:
-                log = self.node_dir(node_id) / "format.log"
-                raise BrokerExited(f"formatting the storage of node {node_id} failed "
+                log = ndir / "format.log"
+                if work is not None:
+                    shutil.rmtree(work, ignore_errors=True)
+                raise BrokerExited(f"formatting the storage of node {node.node_id} failed "
                                    f"(exit code {code})", log=log, log_tail=tail(log))
+            if template is not None:
+                try:
+                    os.rename(work / "data", template)  # atomic: never a half template
+                except OSError:  # another process cached the same shape first
+                    pass
+                shutil.rmtree(work, ignore_errors=True)
+                copy_storage(template, ndir / "data", spec.cluster_id)
+
+    def _format(self, spec: ClusterSpec, properties: Path,
+                log: Path) -> tuple[IO[str], subprocess.Popen]:
+        """Start Kafka's storage tool on one properties file (the caller waits)."""
+        out = open(log, "w")  # noqa: SIM115 - the caller closes it
+        return out, subprocess.Popen(
+            [self.java, *self.tool_opts, "-cp", self._classpath(),
+             f"-Dlog4j2.configurationFile={jars.log4j_config()}",
+             "kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
+             "-c", str(properties), "--ignore-formatted"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def _template(self, spec: ClusterSpec, node: NodePorts) -> Path | None:
+        """Where this node's formatted storage is cached, or None to format in place.
+
+        The key holds everything the tool's output depends on: the Kafka jars (names and
+        times: a KAFKA_HOME unpacked anew is another build), the node's id and roles, and
+        the overrides (a feature flag changes the checkpoint).
+        Ports do not matter: a static voter list is not written to storage.
+        """
+        if MOVES_STORAGE & set(spec.overrides):
+            return None
+        build = sorted((j.name, j.stat().st_mtime_ns) for j in self.libs.glob("kafka*.jar"))
+        key = json.dumps([str(self.libs), build, node.node_id, spec.roles(node.node_id),
+                          sorted(spec.overrides.items())])
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        return storage_cache() / f"node-{node.node_id}-{digest}"
 
     def launch(self, node_id: int) -> None:
         ndir = self.node_dir(node_id)
@@ -180,6 +255,40 @@ class LocalBackend:
         for node_id in list(self.procs):
             self.wait_exit(node_id, 10)
         self.procs.clear()
+
+
+#: Overrides that change where or how many log directories a node has: formatted in place.
+MOVES_STORAGE = {"log.dirs", "log.dir", "metadata.log.dir"}
+
+
+def storage_cache() -> Path:
+    """Formatted storage per node shape (see :meth:`LocalBackend.prepare`)."""
+    return jars.cache_dir() / "storage"
+
+
+def new_directory_id() -> str:
+    """A random id as Kafka writes them (URL-safe base64 of 16 bytes, no padding), never
+    starting with ``-``; the same shape as a cluster id."""
+    while True:
+        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
+
+
+def copy_storage(template: Path, data: Path, cluster_id: str) -> None:
+    """Copy formatted storage into ``data``, as this cluster's: ``cluster.id`` set, a
+    fresh ``directory.id``, everything else (node.id, version, the bootstrap
+    checkpoint) as the storage tool wrote it."""
+    shutil.copytree(template, data)
+    meta = data / "meta.properties"
+    lines = []
+    for line in meta.read_text().splitlines():
+        if line.startswith("cluster.id="):
+            line = f"cluster.id={cluster_id}"
+        elif line.startswith("directory.id="):
+            line = f"directory.id={new_directory_id()}"
+        lines.append(line)
+    meta.write_text("\n".join(lines) + "\n")
 
 
 def tail(path: Path, lines: int = 20) -> str:

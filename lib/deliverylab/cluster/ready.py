@@ -9,6 +9,10 @@ order (each step names itself if it never holds):
 3. a consumer in a group reads that record back under read_committed and commits
    (this creates ``__consumer_offsets``);
 4. both internal topics have a leader for every partition.
+
+The slow parts of steps 2 and 3 (creating and loading the two internal topics) are
+started together as soon as step 1 holds, so their seconds overlap; every condition is
+still awaited, in this order.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -74,67 +79,96 @@ def wait_until(what: str, probe: Callable[[], object], deadline: Deadline | floa
 
 
 def wait_ready(bootstrap: str, size: int, deadline: Deadline,
-               check: Callable[[], None], explain: Callable[[], str] | None = None) -> None:
-    """Every step of the module docstring, in order, within one deadline."""
+               check: Callable[[], None], explain: Callable[[], str] | None = None,
+               phases: dict[str, float] | None = None) -> None:
+    """Every step of the module docstring, in order, within one deadline.
+
+    ``phases``, if given, receives the seconds each step took (keyed by its name).
+    """
     admin = AdminClient(config(bootstrap))
     rf = min(3, size)
 
     def step(what: str, probe: Callable[[], object]) -> None:
+        t0 = time.monotonic()
+        # Polled every 0.1 s: each probe is one cheap request, and at start-up every
+        # quarter second of polling slack is a quarter second a student waits.
         wait_until(f"the cluster to be ready ({what})", probe, deadline, check,
-                   explain=explain)
+                   interval=0.1, explain=explain)
+        if phases is not None:
+            phases[f"ready: {what.split(' (')[0][:40]}"] = time.monotonic() - t0
 
     def all_brokers() -> bool:
         return len(admin.list_topics(timeout=deadline.left(5)).brokers) == size
 
     step(f"all {size} brokers registered in the metadata", all_brokers)
 
-    def ready_topic() -> bool:
-        md = admin.list_topics(timeout=deadline.left(5))
-        if READY_TOPIC not in md.topics:
-            fut = admin.create_topics([NewTopic(READY_TOPIC, 1, rf)])[READY_TOPIC]
-            try:
-                fut.result(timeout=deadline.left(10))
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc.args[0].name()):
-                    raise
-            return False
-        parts = md.topics[READY_TOPIC].partitions
-        return bool(parts) and all(p.leader >= 0 for p in parts.values())
-
-    step(f"topic {READY_TOPIC} created with a leader", ready_topic)
-
     token = uuid.uuid4().hex
 
-    def transaction() -> bool:
+    def new_consumer() -> Consumer:
+        return Consumer(config(bootstrap, **{
+            "group.id": f"lab-ready-{token}", "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}))
+
+    def init_producer() -> Producer:
         producer = Producer(config(bootstrap, **{"transactional.id": f"lab-ready-{token}",
                                                   "transaction.timeout.ms": 60000}))
         producer.init_transactions(deadline.left(30))
-        producer.begin_transaction()
-        producer.produce(READY_TOPIC, token.encode())
-        producer.commit_transaction(deadline.left(30))
-        return True
+        return producer
 
-    step("a transactional producer can init and commit (creates __transaction_state)",
-         transaction)
+    # Started now, awaited later: a consumer with a group looks up its coordinator at
+    # once, which creates __consumer_offsets; init_transactions, run aside, creates and
+    # loads __transaction_state. Both take a second or two on two cores, and so does
+    # the ready topic: three waits overlapped, none skipped -- each step below still
+    # needs its own condition to hold (a failed early attempt is simply made again).
+    early_consumer: list[Consumer] = [new_consumer()]
+    aside = ThreadPoolExecutor(1, thread_name_prefix="lab-ready")
+    early_producer: list[Future[Producer]] = [aside.submit(init_producer)]
+    try:
+        def ready_topic() -> bool:
+            md = admin.list_topics(timeout=deadline.left(5))
+            if READY_TOPIC not in md.topics:
+                fut = admin.create_topics([NewTopic(READY_TOPIC, 1, rf)])[READY_TOPIC]
+                try:
+                    fut.result(timeout=deadline.left(10))
+                except KafkaException as exc:
+                    if "TOPIC_ALREADY_EXISTS" not in str(exc.args[0].name()):
+                        raise
+                return False
+            parts = md.topics[READY_TOPIC].partitions
+            return bool(parts) and all(p.leader >= 0 for p in parts.values())
 
-    def read_back() -> bool:
-        consumer = Consumer(config(bootstrap, **{
-            "group.id": f"lab-ready-{token}", "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest", "enable.auto.commit": False}))
-        try:
-            consumer.assign([TopicPartition(READY_TOPIC, 0, 0)])
-            end = time.monotonic() + deadline.left(15)
-            while time.monotonic() < end:
-                msg = consumer.poll(0.5)
-                if msg is not None and not msg.error() and msg.value() == token.encode():
-                    consumer.commit(message=msg, asynchronous=False)
-                    return True
-            return False
-        finally:
+        step(f"topic {READY_TOPIC} created with a leader", ready_topic)
+
+        def transaction() -> bool:
+            producer = early_producer.pop().result() if early_producer else init_producer()
+            producer.begin_transaction()
+            producer.produce(READY_TOPIC, token.encode())
+            producer.commit_transaction(deadline.left(30))
+            return True
+
+        step("a transactional producer can init and commit (creates __transaction_state)",
+             transaction)
+
+        def read_back() -> bool:
+            consumer = early_consumer.pop() if early_consumer else new_consumer()
+            try:
+                consumer.assign([TopicPartition(READY_TOPIC, 0, 0)])
+                end = time.monotonic() + deadline.left(15)
+                while time.monotonic() < end:
+                    msg = consumer.poll(0.5)
+                    if msg is not None and not msg.error() and msg.value() == token.encode():
+                        consumer.commit(message=msg, asynchronous=False)
+                        return True
+                return False
+            finally:
+                consumer.close()
+
+        step("the committed record is read back under read_committed and its offset "
+             "committed (creates __consumer_offsets)", read_back)
+    finally:
+        for consumer in early_consumer:
             consumer.close()
-
-    step("the committed record is read back under read_committed and its offset "
-         "committed (creates __consumer_offsets)", read_back)
+        aside.shutdown(wait=False, cancel_futures=True)
 
     def internal_topics() -> bool:
         md = admin.list_topics(timeout=deadline.left(5))
