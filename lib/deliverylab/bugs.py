@@ -19,7 +19,9 @@ request); the Checker judges (:func:`deliverylab.checker.check` on a complete re
   protocol, so it is exposed on 4.1.1.
 - :func:`java_stale_end_txn` -- the fix: Kafka's own Java 4.1 client (transaction
   protocol 2, a new epoch every transaction) under the same delayed EndTxn: the broker
-  refuses the stale request.
+  refuses the stale request. Under :func:`transaction_version` ``1`` (the cluster's
+  feature lowered at runtime) the same client falls back to the old protocol and the
+  stale request is accepted, as librdkafka's is.
 - :func:`hanging_transaction` -- KAFKA-12671 / KIP-890 part 1: a transaction's write
   delivered after the transaction aborted hangs its partition (the last stable offset
   never moves) when ``transaction.partition.verification.enable`` is off; Kafka's
@@ -30,9 +32,12 @@ request); the Checker judges (:func:`deliverylab.checker.check` on a complete re
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -331,6 +336,50 @@ def java_stale_end_txn(cluster: Any, history: History | None = None,
     return {"late": late, "version": hold.held[0].head.api_version, "exit": proc.returncode,
             "seconds": round(time.monotonic() - t0, 2), "topic": topic,
             "tool_output": out.strip().splitlines()[-1:] if out else []}
+
+
+def finalized_transaction_version(cluster: Any) -> int:
+    """The cluster's finalized ``transaction.version`` feature level, as
+    ``kafka-features describe`` reports it (2 on a new 4.1 cluster: KIP-890 part 2)."""
+    out = cluster.tool("kafka-features", "describe")
+    found = re.search(r"Feature:\s*transaction\.version\b.*?FinalizedVersionLevel:\s*(\d+)",
+                      out)
+    if found is None:
+        raise LabError(f"kafka-features describe did not list transaction.version: {out!r}")
+    return int(found.group(1))
+
+
+@contextmanager
+def transaction_version(cluster: Any, level: int, timeout: float = 30.0) -> Iterator[int]:
+    """Run the block with the cluster's ``transaction.version`` feature at ``level``
+    (0-2), then put the level it had back.
+
+    Kafka documents the feature as safe to lower and raise at runtime; a client picks
+    the protocol up on its next connection, so a Java producer started inside the block
+    speaks the old protocol (no epoch bump per transaction) when ``level`` is below 2.
+    """
+    if level not in (0, 1, 2):
+        raise bad_value("level", level, "a transaction.version feature level: 0, 1 or 2")
+    before = finalized_transaction_version(cluster)
+
+    def move_to(target: int) -> None:
+        if target == finalized_transaction_version(cluster):
+            return
+        verb = "downgrade" if target < finalized_transaction_version(cluster) else "upgrade"
+        cluster.tool("kafka-features", verb, "--feature", f"transaction.version={target}")
+        deadline = time.monotonic() + timeout
+        while finalized_transaction_version(cluster) != target:
+            if time.monotonic() > deadline:
+                raise LabError(f"transaction.version did not reach {target} in {timeout:.0f} s"
+                               f" (kafka-features {verb}); broker log: "
+                               f"{cluster.log_path(cluster.nodes[0])}")
+            time.sleep(0.5)
+
+    move_to(level)
+    try:
+        yield before
+    finally:
+        move_to(before)
 
 
 # --- a hanging transaction -----------------------------------------------------------

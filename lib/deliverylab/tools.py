@@ -37,6 +37,7 @@ TOOLS: dict[str, tuple[str, str, bool]] = {
                               True),
     "kafka-transactions": ("tools", "org.apache.kafka.tools.TransactionsCommand", True),
     "kafka-get-offsets": ("tools", "org.apache.kafka.tools.GetOffsetShell", True),
+    "kafka-features": ("tools", "org.apache.kafka.tools.FeatureCommand", True),
     "kafka-dump-log": ("kafka", "kafka.tools.DumpLogSegments", False),
 }
 # A tool runs for seconds: optimise for start-up, keep the heap small beside brokers.
@@ -138,6 +139,7 @@ kafka_console_producer = _entry("kafka-console-producer")
 kafka_consumer_groups = _entry("kafka-consumer-groups")
 kafka_transactions = _entry("kafka-transactions")
 kafka_get_offsets = _entry("kafka-get-offsets")
+kafka_features = _entry("kafka-features")
 kafka_dump_log = _entry("kafka-dump-log")
 
 if __name__ == "__main__":

@@ -51,6 +51,14 @@ def test_the_java_client_refuses_the_stale_end_txn_every_time(cluster: Cluster):
     assert all(r["version"] >= 5 for r in runs), runs  # transaction protocol 2
 
 
+def test_with_transaction_version_1_the_java_client_breaks_the_same_way(cluster: Cluster):
+    with bugs.transaction_version(cluster, 1) as before:
+        runs = [bugs.java_stale_end_txn(cluster) for _ in range(REPEAT)]
+    assert before == 2 and bugs.finalized_transaction_version(cluster) == 2
+    assert all(r["late"] == ["NONE"] for r in runs), runs  # accepted: a stale commit
+    assert all(r["version"] < 5 for r in runs), runs  # the old protocol's EndTxn
+
+
 def test_a_late_write_without_verification_hangs_its_partition_every_time(cluster: Cluster):
     runs = [bugs.hanging_transaction(cluster, verification=False) for _ in range(REPEAT)]
     assert [r.anomalies for r in runs] == [1] * REPEAT, [r.notes for r in runs]

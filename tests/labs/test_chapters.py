@@ -108,6 +108,9 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                 and len(o["java_late"]) == o["java_runs"] >= 1
                                 and all(late and late[0] != "NONE"
                                         for late in o["java_late"])
+                                and o["java_v1_late"] == [["NONE"]] * o["java_runs"]
+                                and all(v < 5 for v in o["java_v1_versions"])
+                                and o["transaction_version_restored"] is True
                                 and o["hung_partitions"] == [1] * o["runs"]
                                 and o["hung_found"] == [1] * o["runs"]
                                 and o["hung_repaired"] == [True] * o["runs"]

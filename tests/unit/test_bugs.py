@@ -126,3 +126,45 @@ def test_find_hanging_output_is_parsed():
                      "LastTimestamp": "1795451329270", "Duration(min)": "0"}]
     assert bugs.parse_hanging("Topic\tPartition\tProducerId\n") == []
     assert bugs.parse_hanging("") == []
+
+
+class _Features:
+    """A cluster whose ``kafka-features`` answers like Kafka 4.1.1's, with a level."""
+
+    def __init__(self, level: int = 2) -> None:
+        self.level, self.calls, self.nodes = level, [], [1]
+
+    def tool(self, name: str, *args: str) -> str:
+        assert name == "kafka-features"
+        self.calls.append(args)
+        if args[0] in ("upgrade", "downgrade"):
+            self.level = int(args[2].split("=")[1])
+            return ""
+        return ("Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
+                "FinalizedVersionLevel: 0\tEpoch: 5\n"
+                "Feature: transaction.version\tSupportedMinVersion: 0\t"
+                f"SupportedMaxVersion: 2\tFinalizedVersionLevel: {self.level}\tEpoch: 5\n")
+
+    def log_path(self, node: int) -> str:
+        return f"node-{node}.log"
+
+
+def test_the_transaction_version_is_lowered_for_the_block_and_put_back():
+    cluster = _Features(2)
+    assert bugs.finalized_transaction_version(cluster) == 2
+    with bugs.transaction_version(cluster, 1) as before:
+        assert before == 2 and cluster.level == 1
+    assert cluster.level == 2
+    verbs = [c[0] for c in cluster.calls if c[0] != "describe"]
+    assert verbs == ["downgrade", "upgrade"]
+    with pytest.raises(RuntimeError), bugs.transaction_version(cluster, 0):
+        raise RuntimeError("the block failed")
+    assert cluster.level == 2  # put back even so
+
+
+def test_a_transaction_version_outside_0_to_2_is_refused_in_one_line():
+    with pytest.raises(BadValue, match="transaction.version"), \
+            bugs.transaction_version(_Features(), 3):
+        pass
+    with pytest.raises(LabError, match="did not list"):
+        bugs.finalized_transaction_version(SimpleNamespace(tool=lambda *a: "nothing"))
