@@ -173,8 +173,12 @@ def run_matrix(cluster: Any, modes: Iterable[str] = tuple(MODES),
     batch (Spark runs share the kernel's one Spark session).
     """
     seeds = list(seeds)
-    chosen = Plan(tuple(stages), tuple(modes), tuple(sinks), tuple(faults),
-                  tuple(spark_faults))  # each Scenario checks its own names
+    stages = tuple(stages)
+    # The same checks as the command line: a misspelt stage or name is one clear error,
+    # never a matrix that silently runs nothing.
+    chosen = plan(stages, modes, sinks,
+                  [*(faults if "python" in stages else ()),
+                   *(spark_faults if "spark" in stages else ())])
     cells = [(stage, m, f, s) for stage, m, f in chosen.cells() for s in seeds]
     runs = []
     for i, (stage, m, f, s) in enumerate(cells, 1):

@@ -9,6 +9,7 @@ import pytest
 
 from deliverylab import matrix as M
 from deliverylab.checker import check
+from deliverylab.errors import BadValue
 from deliverylab.faults import FAULTS
 from deliverylab.history import History, Read
 from deliverylab.modes import mode
@@ -226,3 +227,8 @@ def test_counts_and_heatmap_show_k_of_n_with_jepsen_names(tmp_path):
     assert fig._repr_png_().startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="runs=\\[\\] is not accepted"):
         M.heatmap([])
+
+
+def test_run_matrix_refuses_a_misspelt_stage_before_running_anything():
+    with pytest.raises(BadValue, match="pyhton"):
+        M.run_matrix(None, stages=("pyhton",))
