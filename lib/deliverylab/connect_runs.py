@@ -39,7 +39,7 @@ from .connect import Connect, ConnectError, file_source
 from .errors import bad_value
 from .history import Read
 from .nemesis import Nemesis
-from .readers import read_back
+from .readers import read_back, wait_stable
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -177,6 +177,9 @@ class Runs:
         ready.wait_until(f"connector {name} to commit position {source.size} (the whole "
                          "file)", lambda: connect.committed_position(name) == source.size,
                          60, interval=0.5)
+        # read_committed ends at the last stable offset: wait for the commit markers,
+        # or records already committed would be counted missing.
+        wait_stable(self.cluster, topic)
         result.committed = read_back(self.cluster, [topic], "read_committed")
         result.uncommitted = read_back(self.cluster, [topic], "read_uncommitted")
         result.observed.update(
@@ -210,7 +213,7 @@ class Runs:
         result.observed.update(position_before=position, predicted=predicted)
         owner = connect.task_worker(name)
         fault = "kill_worker" if how == "kill" else "stop_worker"
-        self.nemesis.apply(fault, connector=name)
+        self.nemesis.apply(fault, worker=owner, connector=name)  # the owner just asked
         t0 = time.monotonic()
         taker = connect.wait_task(name, exclude=(owner,), timeout=90)
         result.observed.update(owner=owner, taken_over_by=taker,
@@ -324,7 +327,6 @@ def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
        read_uncommitted shows it, read_committed does not. Each line is there once.
     """
     from .clients import Fenced, TxnProducer
-    from .history import History
 
     if not connect.exactly_once:
         raise bad_value("connect", connect, "a Connect cluster with exactly_once=True")
@@ -332,27 +334,30 @@ def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
     result = RunResult("eos-python-fence", name, topic)
     source.append(runs.lines)
     runs.wait_count(topic, "read_committed", runs.lines, 60)
-    history = runs.nemesis.history if runs.nemesis is not None else History()
+    history = runs.nemesis.history
     tid = zombie_id(connect, name)
     history.record("python-producer", "fault", "info", fault="zombie_producer",
                    detail=f"a Python producer takes transactional.id {tid}")
     thief = TxnProducer(runs.cluster, topic, history, transactional_id=tid,
                         process="python-producer")
-    source.append(runs.lines)  # the fenced task cannot commit these
-    owner = connect.task_worker(name)
-    ready.wait_until(f"task {name}/0 to fail, fenced", lambda: any(
-        t["state"] == "FAILED" for t in connect.status(name).get("tasks", [])), 60,
-        interval=0.5)
-    trace = next(t.get("trace", "") for t in connect.status(name)["tasks"])
-    thief.begin()
-    thief.write(1)
-    runs.nemesis.restart_task(name)
-    connect.wait_task(name)
-    error = None
     try:
-        thief.commit()
-    except Fenced as exc:
-        error = exc.code
+        source.append(runs.lines)  # the fenced task cannot commit these
+        owner = connect.task_worker(name)
+        ready.wait_until(f"task {name}/0 to fail, fenced", lambda: any(
+            t["state"] == "FAILED" for t in connect.status(name).get("tasks", [])), 60,
+            interval=0.5)
+        trace = next(t.get("trace", "") for t in connect.status(name)["tasks"])
+        thief.begin()
+        thief.write(1)
+        runs.nemesis.restart_task(name)
+        connect.wait_task(name)
+        error = None
+        try:
+            thief.commit()
+        except Fenced as exc:
+            error = exc.code
+    finally:
+        thief.close()
     result.observed.update(
         owner=owner, task_failed_fenced=any(t in trace for t in FENCED_TRACE),
         python_commit_error=error)
