@@ -168,3 +168,18 @@ def test_a_transaction_version_outside_0_to_2_is_refused_in_one_line():
         pass
     with pytest.raises(LabError, match="did not list"):
         bugs.finalized_transaction_version(SimpleNamespace(tool=lambda *a: "nothing"))
+
+
+def test_a_broker_config_is_set_with_one_call_per_broker():
+    """librdkafka refuses two BROKER resources in one call (_CONFLICT)."""
+    calls = []
+
+    class Admin:
+        def incremental_alter_configs(self, resources):
+            calls.append([r.name for r in resources])
+            done = SimpleNamespace(result=lambda timeout: None)
+            return {r: done for r in resources}
+
+    cluster = SimpleNamespace(nodes=[1, 2, 3], admin=lambda: Admin())
+    bugs.set_broker_default(cluster, "producer.id.expiration.ms", 1500)
+    assert calls == [["1"], ["2"], ["3"]]
