@@ -125,7 +125,6 @@ def test_without_the_socket_the_same_chapter_runs_on_local_processes(lab_image: 
     out = tmp_path / "out"
     out.mkdir()
     out.chmod(0o777)
-    before = set(dk.leftovers())
     name = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
     cmd = ["docker", "run", "--rm", "--name", name, "-v", f"{out}:/home/lab/out",
            "-e", "DELIVERYLAB_PROGRESS=text", lab_image, "python", "-m", "deliverylab.course",
@@ -136,7 +135,6 @@ def test_without_the_socket_the_same_chapter_runs_on_local_processes(lab_image: 
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
     assert results["observed"]["backend"] == "local", results["observed"]
     assert "no Docker engine answers → local JVM processes" in executed
-    assert set(dk.leftovers()) - before == set()
 
 
 def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(

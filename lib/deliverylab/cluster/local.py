@@ -152,8 +152,9 @@ class LocalBackend:
             if template is not None:
                 try:
                     os.rename(work / "data", template)  # atomic: never a half template
-                except OSError:  # another process cached the same shape first
-                    pass
+                except OSError:  # another process cached the same shape first...
+                    if not template.exists():  # ...or a real failure (disk, rights)
+                        raise
                 shutil.rmtree(work, ignore_errors=True)
                 copy_storage(template, ndir / "data", spec.cluster_id)
 
