@@ -340,24 +340,21 @@ def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
                    detail=f"a Python producer takes transactional.id {tid}")
     thief = TxnProducer(runs.cluster, topic, history, transactional_id=tid,
                         process="python-producer")
+    source.append(runs.lines)  # the fenced task cannot commit these
+    owner = connect.task_worker(name)
+    ready.wait_until(f"task {name}/0 to fail, fenced", lambda: any(
+        t["state"] == "FAILED" for t in connect.status(name).get("tasks", [])), 60,
+        interval=0.5)
+    trace = next(t.get("trace", "") for t in connect.status(name)["tasks"])
+    thief.begin()
+    thief.write(1)
+    runs.nemesis.restart_task(name)
+    connect.wait_task(name)
+    error = None
     try:
-        source.append(runs.lines)  # the fenced task cannot commit these
-        owner = connect.task_worker(name)
-        ready.wait_until(f"task {name}/0 to fail, fenced", lambda: any(
-            t["state"] == "FAILED" for t in connect.status(name).get("tasks", [])), 60,
-            interval=0.5)
-        trace = next(t.get("trace", "") for t in connect.status(name)["tasks"])
-        thief.begin()
-        thief.write(1)
-        runs.nemesis.restart_task(name)
-        connect.wait_task(name)
-        error = None
-        try:
-            thief.commit()
-        except Fenced as exc:
-            error = exc.code
-    finally:
-        thief.close()
+        thief.commit()
+    except Fenced as exc:
+        error = exc.code
     result.observed.update(
         owner=owner, task_failed_fenced=any(t in trace for t in FENCED_TRACE),
         python_commit_error=error)
