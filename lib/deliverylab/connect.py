@@ -538,16 +538,26 @@ def task_worker(status: dict, workers: list[Worker], task: int = 0) -> int | Non
 
 
 def _wait_process_state(w: Worker, stopped: bool, timeout: float = 5.0) -> None:
-    """SIGSTOP/SIGCONT reach a JVM's threads asynchronously: wait until they have."""
+    """SIGSTOP/SIGCONT reach a JVM's threads asynchronously: wait until they have.
+
+    Raises if the worker never gets there (or died meanwhile): the caller would
+    otherwise mark a dead worker "paused" and the panel would show a state it is not in.
+    """
+    want = "stopped (SIGSTOP)" if stopped else "running again (SIGCONT)"
     if w.proc is None:
-        return
+        raise ConnectError(f"worker {w.index} has no process to be {want}")
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
             state = psutil.Process(w.proc.pid).status()
         except psutil.NoSuchProcess:
-            return
+            state = None
+        if state is None or state == psutil.STATUS_ZOMBIE:
+            raise ConnectError(f"worker {w.index} exited before it was {want}",
+                               log=w.log_path, log_tail=tail(w.log_path, 15))
         if (state == psutil.STATUS_STOPPED) == stopped:
             return
         time.sleep(0.02)
+    raise ConnectError(f"worker {w.index} was not {want} within {timeout:g} s",
+                       log=w.log_path, log_tail=tail(w.log_path, 15))
 

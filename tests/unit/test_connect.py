@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from deliverylab.connect import (
     FILE_SOURCE,
+    ConnectError,
     Worker,
+    _wait_process_state,
     committed_position,
     file_source,
     task_worker,
@@ -127,3 +132,22 @@ def test_worker_faults_aim_at_the_connect_cluster_holding_the_connector():
     assert plain.done == ["kill 2", "resume 1"]
     faults = [op.fault for op in nemesis.history.faults()]
     assert faults == ["kill_worker", "kill_worker", "resume_worker"]
+
+
+def test_pause_waits_for_the_stop_and_a_dead_worker_is_never_called_paused(tmp_path: Path):
+    """SIGSTOP is asynchronous; a worker that died must raise, not be marked paused."""
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    w = Worker(index=1, port=1, dir=tmp_path, proc=proc)
+    try:
+        os.killpg(proc.pid, signal.SIGSTOP)
+        _wait_process_state(w, stopped=True)
+        os.killpg(proc.pid, signal.SIGCONT)
+        _wait_process_state(w, stopped=False)
+        proc.kill()
+        proc.wait()
+        with pytest.raises(ConnectError, match="worker 1 exited before it was stopped"):
+            _wait_process_state(w, stopped=True, timeout=1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
