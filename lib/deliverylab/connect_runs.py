@@ -355,6 +355,7 @@ def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
         thief.commit()
     except Fenced as exc:
         error = exc.code
+    thief.close()  # fenced: close() lets go of it without raising
     result.observed.update(
         owner=owner, task_failed_fenced=any(t in trace for t in FENCED_TRACE),
         python_commit_error=error)
