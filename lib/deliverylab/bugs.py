@@ -143,20 +143,34 @@ def _fresh(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
-def set_broker_default(cluster: Any, name: str, value: object) -> None:
+def set_broker_default(cluster: Any, name: str, value: object | None) -> None:
     """Set a dynamic broker config on every broker of the cluster (a per-broker
     override on each: librdkafka refuses the unnamed cluster-wide resource, and more
-    than one BROKER resource per call, so one call per broker)."""
+    than one BROKER resource per call, so one call per broker). ``None`` deletes the
+    override: each broker is back on the setting it started with."""
+    op, text = ((AlterConfigOpType.DELETE, None) if value is None
+                else (AlterConfigOpType.SET, str(value)))
     admin = cluster.admin()
     try:
         for node in cluster.nodes:
             resource = ConfigResource(ResourceType.BROKER, str(node), incremental_configs=[
-                ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)])
+                ConfigEntry(name, text, incremental_operation=op)])
             for future in admin.incremental_alter_configs([resource]).values():
                 future.result(30)
     except KafkaException as exc:
-        raise LabError(f"could not set {name}={value} on the brokers: "
-                       f"{exc.args[0].str()}") from exc
+        what = f"remove the override of {name}" if value is None else f"set {name}={value}"
+        raise LabError(f"could not {what} on the brokers: {exc.args[0].str()}") from exc
+
+
+@contextmanager
+def broker_default(cluster: Any, name: str, value: object) -> Iterator[None]:
+    """:func:`set_broker_default` for the ``with`` block only: a reproduction must not
+    leave the cluster misconfigured for the next one (or for the student's own tries)."""
+    set_broker_default(cluster, name, value)
+    try:
+        yield
+    finally:
+        set_broker_default(cluster, name, None)
 
 
 def _require_proxy(cluster: Any, what: str) -> None:
@@ -181,8 +195,9 @@ def expired_producer(cluster: Any, expiration_ms: int = 1500, history: History |
     ``expiration_ms`` at least the delivery timeout (the documented advice) the broker
     still knows the producer and recognises the retry: one copy.
 
-    ``producer.id.expiration.ms`` is set cluster-wide, dynamically, for this run; the
-    cluster must have started with :data:`OVERRIDES` so the broker looks every 200 ms.
+    ``producer.id.expiration.ms`` is set cluster-wide, dynamically, for this run only
+    (the override is removed afterwards); the cluster must have started with
+    :data:`OVERRIDES` so the broker looks every 200 ms.
     """
     _require_proxy(cluster, "expired_producer")
     for name, value, low in (("expiration_ms", expiration_ms, 100),
@@ -195,25 +210,26 @@ def expired_producer(cluster: Any, expiration_ms: int = 1500, history: History |
                         f"({delivery_timeout_ms} ms)")
     t0 = time.monotonic()
     history = history if history is not None else History()
-    set_broker_default(cluster, "producer.id.expiration.ms", expiration_ms)
-    topic = cluster.create_topic(_fresh("expired-producer"), partitions=1)
-    client_id = _fresh(process)
-    nemesis = Nemesis(cluster, history)
-    nemesis.lose_ack(topic=topic, client_id=client_id)
-    hold = nemesis.hold_request("Produce", skip=1, client_id=client_id,
-                                node=cluster.leader(topic)).handle
-    producer = Producer(config(cluster.bootstrap_servers, **{
-        "client.id": client_id, "enable.idempotence": True, "acks": "all",
-        "socket.timeout.ms": delivery_timeout_ms, "message.timeout.ms": delivery_timeout_ms}))
-    recorder = Recorder(history, process, topic)
-    recorder.send(producer, ValueId(process, 0), partition=0)
-    if not hold.wait(10):
-        raise LabError("the producer's retry never came (the lost ack did not make it "
-                       f"retry within 10 s); proxy: {cluster.proxies}")
-    time.sleep(hold_s)
-    late = nemesis.release_held().handle[0].errors
-    producer.flush(delivery_timeout_ms / 1000)
-    recorder.settle()
+    with broker_default(cluster, "producer.id.expiration.ms", expiration_ms):
+        topic = cluster.create_topic(_fresh("expired-producer"), partitions=1)
+        client_id = _fresh(process)
+        nemesis = Nemesis(cluster, history)
+        nemesis.lose_ack(topic=topic, client_id=client_id)
+        hold = nemesis.hold_request("Produce", skip=1, client_id=client_id,
+                                    node=cluster.leader(topic)).handle
+        producer = Producer(config(cluster.bootstrap_servers, **{
+            "client.id": client_id, "enable.idempotence": True, "acks": "all",
+            "socket.timeout.ms": delivery_timeout_ms,
+            "message.timeout.ms": delivery_timeout_ms}))
+        recorder = Recorder(history, process, topic)
+        recorder.send(producer, ValueId(process, 0), partition=0)
+        if not hold.wait(10):
+            raise LabError("the producer's retry never came (the lost ack did not make it "
+                           f"retry within 10 s); proxy: {cluster.proxies}")
+        time.sleep(hold_s)
+        late = nemesis.release_held().handle[0].errors
+        producer.flush(delivery_timeout_ms / 1000)
+        recorder.settle()
     reads = readers.read_back(cluster, [topic], "read_uncommitted")
     result = C.check(history, reads)
     variant = "bug" if expiration_ms < hold_s * 1000 else "fixed"
@@ -447,9 +463,8 @@ def hanging_transaction(cluster: Any, verification: bool = False,
     _require_proxy(cluster, "hanging_transaction")
     t0 = time.monotonic()
     history = history if history is not None else History()
-    set_broker_default(cluster, "transaction.partition.verification.enable",
-                       "true" if verification else "false")
-    try:
+    with broker_default(cluster, "transaction.partition.verification.enable",
+                        "true" if verification else "false"):
         topic = cluster.create_topic(_fresh("hanging"), partitions=1)
         client_id = _fresh(process)
         nemesis = Nemesis(cluster, history)
@@ -491,8 +506,6 @@ def hanging_transaction(cluster: Any, verification: bool = False,
         # marker): the late record, or nothing when it was refused.
         notes["read_uncommitted_sees"] = len(reads)
         result = C.check(history, reads)
-    finally:
-        set_broker_default(cluster, "transaction.partition.verification.enable", "true")
     return Reproduction("hanging_transaction", "fixed" if verification else "bug", topic,
                         history, reads, result, late, time.monotonic() - t0, notes)
 

@@ -183,3 +183,23 @@ def test_a_broker_config_is_set_with_one_call_per_broker():
     cluster = SimpleNamespace(nodes=[1, 2, 3], admin=lambda: Admin())
     bugs.set_broker_default(cluster, "producer.id.expiration.ms", 1500)
     assert calls == [["1"], ["2"], ["3"]]
+
+
+def test_a_reproductions_broker_config_is_removed_after_it_even_on_failure():
+    """The override lives for the ``with`` block: the next run starts from the default."""
+    ops = []
+
+    class Admin:
+        def incremental_alter_configs(self, resources):
+            for r in resources:
+                entry = r.incremental_configs[0]
+                ops.append((r.name, entry.incremental_operation.name, entry.value))
+            done = SimpleNamespace(result=lambda timeout: None)
+            return {r: done for r in resources}
+
+    cluster = SimpleNamespace(nodes=[1, 2], admin=lambda: Admin())
+    with pytest.raises(RuntimeError, match="boom"):
+        with bugs.broker_default(cluster, "producer.id.expiration.ms", 1500):
+            raise RuntimeError("boom")
+    assert ops == [("1", "SET", "1500"), ("2", "SET", "1500"),
+                   ("1", "DELETE", None), ("2", "DELETE", None)]
