@@ -149,8 +149,11 @@ class Runs:
 
     # ------------------------------------------------------------------ helpers
     def _begin(self, connect: Connect, label: str, **conf: Any) -> tuple[str, str, SourceFile]:
-        """Heal the Connect cluster, then a fresh topic, file and connector for one run."""
-        connect.heal()
+        """Heal the Connect cluster, then a fresh topic, file and connector for one run.
+
+        Through the Nemesis, so a worker brought back between runs is in the History."""
+        if any(connect.status_of(w.index) in ("paused", "dead") for w in connect.workers):
+            self.nemesis.heal()
         n = next(_RUNS)
         name, topic = f"{label}-{n}", f"lines-{label}-{n}"
         self.cluster.create_topic(topic, partitions=1)

@@ -522,7 +522,8 @@ class Nemesis:
         client must not stall on a blackholed proxy. Then paused brokers resume and dead
         ones restart, and the call returns once every broker is registered and every
         replica of the topics the faults touched is in sync (a client asking right after
-        a restart may otherwise meet a broker not yet back).
+        a restart may otherwise meet a broker not yet back). Connect workers last: paused
+        ones resume, dead ones restart and answer ``/health``.
         """
         with self._lock:
             t = self.now()
@@ -543,11 +544,15 @@ class Nemesis:
             self._isolated.clear()
             if resumed or restarted or rejoined:
                 wait_whole(self.cluster, sorted(self._topics))
+            # Connect workers (chapter 07) after the brokers they need: resumed, restarted.
+            workers = [line for connect in getattr(self.cluster, "connects", ())
+                       for line in connect.heal()]
             parts = [f"reconnected {rejoined}"] if rejoined else []
             if resumed:
                 parts.append(f"resumed {resumed}")
             if restarted:
                 parts.append(f"restarted {restarted}")
+            parts += workers
             parts.append("healed the proxies" if self.cluster.proxies else "no proxies")
             return self._record("heal", {}, t, "; ".join(parts))
 

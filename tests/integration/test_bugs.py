@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka.admin import ConfigResource, ResourceType
 
 from deliverylab import bugs
 from deliverylab.cluster import Cluster
@@ -29,6 +30,11 @@ def test_a_retry_after_the_producer_expired_is_written_twice_every_time(cluster:
     runs = [bugs.expired_producer(cluster, expiration_ms=1500) for _ in range(REPEAT)]
     assert [r.anomalies for r in runs] == [1] * REPEAT, [r.summary() for r in runs]
     assert all(r.late == ["NONE"] and r.variant == "bug" for r in runs)
+    # The short expiration was for those runs only: the broker is back on its own setting.
+    node = str(cluster.nodes[0])
+    described = cluster.admin().describe_configs([ConfigResource(ResourceType.BROKER, node)])
+    entry = next(iter(described.values())).result(30)["producer.id.expiration.ms"]
+    assert entry.value == "86400000", entry  # Kafka's default: one day
 
 
 def test_expiration_longer_than_the_delivery_timeout_deduplicates_every_time(cluster: Cluster):
