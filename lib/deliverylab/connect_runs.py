@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import values as V
 from .cluster import ready
-from .connect import Connect, ConnectError, file_source
+from .connect import FENCED_TEXTS, Connect, ConnectError, file_source
 from .errors import bad_value
 from .history import Read
 from .nemesis import Nemesis
@@ -360,7 +360,7 @@ def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
         error = exc.code
     thief.close()  # fenced: close() lets go of it without raising
     result.observed.update(
-        owner=owner, task_failed_fenced=any(t in trace for t in FENCED_TRACE),
+        owner=owner, task_failed_fenced=any(t in trace for t in FENCED_TEXTS),
         python_commit_error=error)
     runs._finish(connect, name, topic, source, result)
     result.observed.update(
@@ -369,11 +369,6 @@ def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
         python_value_uncommitted=sum(1 for r in result.uncommitted
                                      if r.value == "python-producer:0"))
     return result
-
-
-#: What a Connect task's failure trace says when a newer producer took its id.
-FENCED_TRACE = ("ProducerFencedException", "InvalidProducerEpochException",
-                "producer transaction expired", "fenced")
 
 
 def zombie_id(connect: Connect, connector: str, task: int = 0) -> str:
