@@ -44,10 +44,10 @@ def test_two_workers_start_answer_and_stop_with_the_cluster():
                    for p in pids)
 
 
-def test_a_worker_that_never_gets_ready_says_so_with_its_log():
-    with Cluster.start(brokers=1) as cluster:
-        with pytest.raises(ConnectError, match=r"worker 1 exited with code .*worker\.log"):
-            cluster.connect(workers=1, jvm_opts=["-Xmx1k"])
+def test_a_worker_that_never_gets_ready_says_so_with_its_log(kafka: Cluster):
+    # The module's cluster: the worker dies before it touches the brokers.
+    with pytest.raises(ConnectError, match=r"worker 1 exited with code .*worker\.log"):
+        kafka.connect(workers=1, jvm_opts=["-Xmx1k"])
 
 
 OWNER = textwrap.dedent("""

@@ -7,6 +7,7 @@ import pytest
 from deliverylab.cost import (
     BASELINE,
     Trial,
+    acked_before_replicated,
     percentile,
     published,
     shapes,
@@ -30,6 +31,15 @@ def test_percentile_is_a_measured_value_by_nearest_rank():
         percentile([], 50)
     with pytest.raises(ValueError, match="q=101 is not accepted"):
         percentile([1], 101)
+
+
+def test_only_acks_0_and_1_leave_a_replication_backlog_to_settle():
+    settle = {v.name: acked_before_replicated(v.settings) for v in variants((10, 100, 1000))}
+    assert settle == {"acks=0": True, "acks=1": True, BASELINE: False, "idempotent": False,
+                      "txn 10ms": False, "txn 100ms": False, "txn 1000ms": False}
+    assert acked_before_replicated({}) is False  # librdkafka's default is acks=all
+    assert acked_before_replicated({"acks": -1}) is False
+    assert acked_before_replicated({"acks": 1}) is True
 
 
 def test_variants_are_named_once_with_one_transactional_variant_per_interval():
