@@ -98,7 +98,11 @@ build() {
         --build-arg BASE="$BASE" "$@" "$ctx" >/dev/null 2>"$CACHE/lab-build.log" \
         || fail "docker build failed (log: $CACHE/lab-build.log): $(tail -1 "$CACHE/lab-build.log")"
 }
+old="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 build --target install -t "$repo:install"
 build -t "$IMAGE" --label "deliverylab.inputs=$inputs"
+# Not forced: an image a container still uses, or one tagged elsewhere too, stays.
+new="$(docker image inspect -f '{{.Id}}' "$IMAGE")"
+[ -z "$old" ] || [ "$old" = "$new" ] || docker image rm "$old" >/dev/null 2>&1 || true
 docker image prune -f --filter label=deliverylab.image=lab >/dev/null 2>&1 || true
 echo "$IMAGE"
