@@ -103,7 +103,11 @@ WORKDIR /opt/kafka
 LABEL deliverylab.inputs="$inputs" deliverylab.kafka-version="$KAFKA_VERSION"
 EOF
 say "building $IMAGE from $BASE and the lab's Kafka $KAFKA_VERSION jars"
+old="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 # The classic builder works with every engine and needs no buildx plugin.
 DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >/dev/null 2>"$CACHE/build.log" \
     || fail "docker build failed: $(tail -1 "$CACHE/build.log")"
+# The image this one replaces, untagged now. Not forced: one a container uses stays.
+new="$(docker image inspect -f '{{.Id}}' "$IMAGE")"
+[ -z "$old" ] || [ "$old" = "$new" ] || docker image rm "$old" >/dev/null 2>&1 || true
 echo "$IMAGE"
