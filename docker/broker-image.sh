@@ -5,7 +5,8 @@
 # machines often reach only a Debian mirror. This builds an image with the same layout
 # as apache/kafka (/opt/kafka/libs, `java` on PATH, user 1000) from:
 #   * a Debian root filesystem made by debootstrap with a Java 17 runtime, from the
-#     mirror this machine's apt already uses (cached as a tarball: the slow part), and
+#     mirror this machine's apt already uses (docker/debian-base.sh, shared with the lab
+#     image; cached as a tarball: the slow part), and
 #   * the very Kafka jars the local backend runs (the lab's cache, `make setup`).
 # A second run finds the image (its label records the inputs) and does nothing.
 #
@@ -25,16 +26,18 @@ IMAGE="${DELIVERYLAB_BUILD_IMAGE:-deliverylab/kafka:$KAFKA_VERSION}"
 SUITE=bookworm
 ARCH="$(dpkg --print-architecture 2>/dev/null || uname -m)"
 CACHE="${DELIVERYLAB_CACHE:-$HOME/.cache/deliverylab}/docker"
-ROOTFS="$CACHE/rootfs-$SUITE-jre17-$ARCH.tar.gz"
 BASE="deliverylab/debian-jre:17-$SUITE"
 
 mkdir -p "$CACHE"
 say() { echo "broker image: $*" >&2; }
 fail() { echo "broker image: $*" >&2; exit 1; }
 
-# What the image is made of; the image carries it as a label, so a change rebuilds.
-ENTRY="$("$PY" -c 'from deliverylab.cluster.docker import ENTRY_SCRIPT as e; print(e, end="")')"
-inputs="$( (cd "$LIBS" && ls ./*.jar) | sha256sum | cut -c1-16)-$( (cat "$LOG4J" "$0"; echo "$ENTRY") | sha256sum | cut -c1-16)"
+# What the image is made of; the image carries it as a label, so a change rebuilds. The
+# broker's JVM options are in it: the class archive is recorded with them, and a JVM
+# started with other GC options cannot map it. (The entry script and the configuration
+# are not in the image: docker.py copies them into each container it creates.)
+OPTS="$("$PY" -c 'from deliverylab.cluster.local import BROKER_JVM_OPTS as o; print(" ".join(o))')"
+inputs="$( (cd "$LIBS" && ls ./*.jar) | sha256sum | cut -c1-16)-$( (cat "$LOG4J" "$0" "$HERE/debian-base.sh"; echo "$OPTS") | sha256sum | cut -c1-16)"
 have="$(docker image inspect -f '{{index .Config.Labels "deliverylab.inputs"}}' "$IMAGE" 2>/dev/null || true)"
 if [ "$have" = "$inputs" ]; then
     say "$IMAGE is up to date"
@@ -42,68 +45,14 @@ if [ "$have" = "$inputs" ]; then
     exit 0
 fi
 
-# The mirror apt is configured with (one-line or deb822 sources), unless told otherwise.
-mirror() {
-    "$PY" - "$SUITE" <<'PYEOF'
-import glob, re, sys
-suite = sys.argv[1]
-files = ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list")),
-         *sorted(glob.glob("/etc/apt/sources.list.d/*.sources"))]
-for path in files:
-    try:
-        text = open(path).read()
-    except OSError:
-        continue
-    if path.endswith(".sources"):  # deb822 stanzas
-        for stanza in re.split(r"\n\s*\n", text):
-            fields = dict(re.findall(r"^(\w[\w-]*):[ \t]*(.*)$", stanza, re.M))
-            if "deb" in fields.get("Types", "").split() and suite in fields.get("Suites", "").split():
-                print(fields["URIs"].split()[0])
-                sys.exit()
-    for line in text.splitlines():
-        words = re.sub(r"\[[^]]*\]", "", line).split()
-        if len(words) >= 3 and words[0] == "deb" and words[2] == suite:
-            print(words[1])
-            sys.exit()
-PYEOF
-}
-
-if ! docker image inspect "$BASE" >/dev/null 2>&1; then
-    if [ ! -s "$ROOTFS" ]; then
-        [ "$(id -u)" = 0 ] || fail "making the Debian root filesystem needs root (debootstrap); run once as root"
-        command -v debootstrap >/dev/null 2>&1 || {
-            say "installing debootstrap (apt-get)..."
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null \
-                || fail "'apt-get install debootstrap' failed"
-        }
-        MIRROR="${DEBIAN_MIRROR:-$(mirror)}"
-        [ -n "$MIRROR" ] || fail "no Debian $SUITE mirror in /etc/apt/sources.list(.d); set DEBIAN_MIRROR"
-        mkdir -p "$CACHE"
-        work="$(mktemp -d "$CACHE/rootfs.XXXXXX")"
-        trap 'rm -rf "$work"' EXIT
-        say "debootstrap $SUITE ($ARCH) with openjdk-17-jre-headless from $MIRROR (minutes, once)..."
-        debootstrap --variant=minbase --arch="$ARCH" --include=openjdk-17-jre-headless \
-            "$SUITE" "$work/root" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 \
-            || fail "debootstrap failed (log: $CACHE/debootstrap.log): $(tail -1 "$CACHE/debootstrap.log")"
-        # What a container never needs: package lists, docs, caches.
-        rm -rf "$work/root"/var/lib/apt/lists/* "$work/root"/var/cache/apt/*.bin \
-            "$work/root"/var/cache/apt/archives/*.deb "$work/root"/usr/share/doc/* \
-            "$work/root"/usr/share/man/* "$work/root"/usr/share/locale/*
-        tar --numeric-owner -C "$work/root" -czf "$ROOTFS.partial" .
-        mv "$ROOTFS.partial" "$ROOTFS"
-        rm -rf "$work"
-        trap - EXIT
-    fi
-    say "importing $ROOTFS as $BASE"
-    docker import "$ROOTFS" "$BASE" >/dev/null
-fi
+bash "$HERE/debian-base.sh" jre17 "$BASE" openjdk-17-jre-headless \
+    || fail "no base image $BASE (the line above says why)"
 
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
 cp -r "$LIBS" "$ctx/libs"
 rm -f "$ctx/libs/.complete" "$ctx"/libs/.*.part
 cp "$LOG4J" "$ctx/log4j2.properties"
-echo "$ENTRY" >"$ctx/broker-entry.sh"
 # A one-node configuration from the lab's generator, to record the class archive with.
 "$PY" - "$ctx" <<'PYEOF'
 import sys
@@ -143,21 +92,22 @@ FROM $BASE
 # Same layout as apache/kafka, so the compose file and the lab run either image.
 COPY libs /opt/kafka/libs
 COPY log4j2.properties /opt/kafka/config/log4j2.properties
-COPY broker-entry.sh /opt/kafka/broker-entry.sh
 COPY archive.properties broker.opts /tmp/
 COPY record-archive.sh /opt/kafka/record-archive.sh
 ENV PATH=/usr/lib/jvm/java-17-openjdk-$ARCH/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
     LANG=C.UTF-8
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /opt/kafka appuser \\
- && chmod 755 /opt/kafka/broker-entry.sh \\
  && sh /opt/kafka/record-archive.sh && rm /opt/kafka/record-archive.sh
 USER 1000
 WORKDIR /opt/kafka
 LABEL deliverylab.inputs="$inputs" deliverylab.kafka-version="$KAFKA_VERSION"
-CMD ["/opt/kafka/broker-entry.sh"]
 EOF
 say "building $IMAGE from $BASE and the lab's Kafka $KAFKA_VERSION jars"
+old="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 # The classic builder works with every engine and needs no buildx plugin.
 DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >/dev/null 2>"$CACHE/build.log" \
     || fail "docker build failed: $(tail -1 "$CACHE/build.log")"
+# The image this one replaces, untagged now. Not forced: one a container uses stays.
+new="$(docker image inspect -f '{{.Id}}' "$IMAGE")"
+[ -z "$old" ] || [ "$old" = "$new" ] || docker image rm "$old" >/dev/null 2>&1 || true
 echo "$IMAGE"

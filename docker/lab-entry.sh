@@ -9,8 +9,9 @@
 # when PID 1 exits the kernel kills every process of the container at once, and the
 # watchdogs (deliverylab/cluster/reaper.py) that remove a chapter's broker containers
 # would die with it, leaving those siblings running. So on `docker stop` / `compose down`
-# it stops the command, then every other process but the watchdogs, then waits for the
-# watchdogs to finish their `docker rm`. (`docker kill` allows none of this.)
+# it stops the command, then every other process but the watchdogs and their children,
+# then waits for the watchdogs to finish their `docker rm`. (`docker kill` allows none
+# of this.)
 set -u
 groups=1000
 sock="${DOCKER_HOST:-unix:///var/run/docker.sock}"
@@ -34,10 +35,21 @@ while kill -0 "$child" 2>/dev/null; do
     status=$?
 done
 # Owners of clusters still running (a kernel Jupyter did not stop, a `docker exec`):
-# their end closes their watchdog's pipe, which is what makes it clean up.
-for pid in $(pgrep -v -f 'cluster/reaper\.py'); do
-    [ "$pid" -gt 1 ] && kill -TERM "$pid" 2>/dev/null
+# their end closes their watchdog's pipe, which is what makes it clean up. Spared: the
+# watchdogs' sessions (each runs in its own), so that a `docker rm` a watchdog already
+# runs for an owner that died earlier is not cut short, leaving its brokers behind.
+spare=" "
+for pid in $(pgrep -f 'cluster/reaper\.py'); do
+    spare="$spare$(ps -o sid= -p "$pid" | tr -d ' ') "
 done
+# Listed first, then signalled from this shell (a pipe's subshell would be on the list).
+procs="$(ps -e -o pid=,sid=)"
+while read -r pid sid; do
+    case "$spare" in *" $sid "*) continue ;; esac
+    [ "$pid" -gt 1 ] && kill -TERM "$pid" 2>/dev/null
+done <<EOF
+$procs
+EOF
 i=0
 while pgrep -f 'cluster/reaper\.py' >/dev/null && [ "$i" -lt 100 ]; do
     sleep 0.5

@@ -5,8 +5,9 @@
 # image registry is reachable (CI here, classrooms behind a proxy) this builds the same
 # Dockerfile on a local base and an offline bundle instead:
 #   * deliverylab/debian-lab:bookworm, a Debian root filesystem made by debootstrap from
-#     the mirror apt uses, with Java 17, Python 3.11 and venv, the docker CLI (docker.io),
-#     make and ps (cached as a tarball: the slow part, once);
+#     the mirror apt uses (docker/debian-base.sh, as for the broker image), with Java 17,
+#     Python 3.11 and venv, the docker CLI (docker.io), make and ps (cached as a tarball:
+#     the slow part, once);
 #   * docker/lab-bundle/, filled by `python -m deliverylab.bundle make` (wheels and jars,
 #     from this machine's caches), so pip inside the build needs no network.
 # A second run finds the image (its label records the inputs) and does nothing.
@@ -22,9 +23,7 @@ PY="${PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || PY="$(command -v python3)"
 IMAGE="${DELIVERYLAB_LAB_IMAGE:-deliverylab/lab:latest}"
 SUITE=bookworm
-ARCH="$(dpkg --print-architecture 2>/dev/null || uname -m)"
 CACHE="${DELIVERYLAB_CACHE:-$HOME/.cache/deliverylab}/docker"
-ROOTFS="$CACHE/rootfs-$SUITE-lab-$ARCH.tar.gz"
 LOCAL_BASE="deliverylab/debian-lab:$SUITE"
 PACKAGES=openjdk-17-jre-headless,python3,python3-venv,docker.io,make,procps,ca-certificates
 
@@ -39,10 +38,12 @@ fi
 OFFLINE=0
 [ -n "$BASE" ] || { BASE="$LOCAL_BASE"; OFFLINE=1; }
 
-# What the image is made of: the course's files, the Dockerfile, the base.
+# What the image is made of: the course's files, the Dockerfile, the scripts that build
+# it (this one included: a change to how it builds rebuilds it), the base.
 inputs="$(cd "$ROOT" && find pyproject.toml README.md lib labs docker/lab.Dockerfile \
-    docker/lab-entry.sh -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' \
-    -not -path '*/.ipynb_checkpoints/*' -print0 | sort -z | xargs -0 sha256sum \
+    docker/lab-entry.sh docker/lab-image.sh docker/debian-base.sh -type f \
+    -not -path '*/__pycache__/*' -not -path '*.egg-info/*' -not -path '*/.ipynb_checkpoints/*' \
+    -print0 | sort -z | xargs -0 sha256sum \
     | sha256sum | cut -c1-16)-$(echo "$BASE $OFFLINE" | sha256sum | cut -c1-8)"
 have="$(docker image inspect -f '{{index .Config.Labels "deliverylab.inputs"}}' "$IMAGE" 2>/dev/null || true)"
 if [ "$have" = "$inputs" ]; then
@@ -51,32 +52,10 @@ if [ "$have" = "$inputs" ]; then
     exit 0
 fi
 
-if [ "$OFFLINE" = 1 ] && ! docker image inspect "$LOCAL_BASE" >/dev/null 2>&1; then
-    if [ ! -s "$ROOTFS" ]; then
-        [ "$(id -u)" = 0 ] || fail "no python:3.11-slim-bookworm image and making a Debian root filesystem needs root (debootstrap); run once as root, or set DELIVERYLAB_LAB_BASE"
-        command -v debootstrap >/dev/null 2>&1 || {
-            say "installing debootstrap (apt-get)..."
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null \
-                || fail "'apt-get install debootstrap' failed"
-        }
-        MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-        work="$(mktemp -d "$CACHE/labroot.XXXXXX")"
-        trap 'rm -rf "$work"' EXIT
-        say "debootstrap $SUITE ($ARCH) with $PACKAGES from $MIRROR (minutes, once)..."
-        debootstrap --variant=minbase --arch="$ARCH" --include="$PACKAGES" \
-            "$SUITE" "$work/root" "$MIRROR" >"$CACHE/debootstrap-lab.log" 2>&1 \
-            || fail "debootstrap failed (log: $CACHE/debootstrap-lab.log): $(tail -1 "$CACHE/debootstrap-lab.log")"
-        rm -rf "$work"/root/var/lib/apt/lists/* "$work"/root/var/cache/apt/*.bin \
-            "$work"/root/var/cache/apt/archives/*.deb "$work"/root/usr/share/doc/* \
-            "$work"/root/usr/share/man/* "$work"/root/usr/share/locale/*
-        tar --numeric-owner -C "$work/root" -czf "$ROOTFS.partial" .
-        mv "$ROOTFS.partial" "$ROOTFS"
-        rm -rf "$work"
-        trap - EXIT
-    fi
-    say "importing $ROOTFS as $LOCAL_BASE"
-    docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8' \
-        "$ROOTFS" "$LOCAL_BASE" >/dev/null
+if [ "$OFFLINE" = 1 ]; then
+    bash "$HERE/debian-base.sh" lab "$LOCAL_BASE" "$PACKAGES" \
+        || fail "no python:3.11-slim-bookworm image, and no $LOCAL_BASE (the line above" \
+                "says why); or set DELIVERYLAB_LAB_BASE"
 fi
 
 # The build context: only what lab.Dockerfile copies (the classic builder ignores
@@ -108,7 +87,22 @@ if [ "$OFFLINE" = 1 ]; then
         || fail "wheels for the base's Python $pyv failed (log: $CACHE/lab-bundle.log)"
 fi
 say "building $IMAGE on $BASE"
-DOCKER_BUILDKIT=0 docker build -q --force-rm -t "$IMAGE" -f "$ctx/docker/lab.Dockerfile" \
-    --build-arg BASE="$BASE" --label "deliverylab.inputs=$inputs" "$ctx" \
-    >/dev/null 2>"$CACHE/lab-build.log" || fail "docker build failed (log: $CACHE/lab-build.log): $(tail -1 "$CACHE/lab-build.log")"
+# Two tags: the install stage (the bundle and the venv it made; a cache, never shipped:
+# the next build after an edit to labs/ only reuses it) and the image itself, which
+# copies the venv and jars out of it. Earlier builds' images of both, untagged now, go.
+repo="$IMAGE"
+case "${IMAGE##*/}" in *:*) repo="${IMAGE%:*}" ;; esac
+build() {
+    # The classic builder works with every engine and needs no buildx plugin.
+    DOCKER_BUILDKIT=0 docker build -q --force-rm -f "$ctx/docker/lab.Dockerfile" \
+        --build-arg BASE="$BASE" "$@" "$ctx" >/dev/null 2>"$CACHE/lab-build.log" \
+        || fail "docker build failed (log: $CACHE/lab-build.log): $(tail -1 "$CACHE/lab-build.log")"
+}
+old="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
+build --target install -t "$repo:install"
+build -t "$IMAGE" --label "deliverylab.inputs=$inputs"
+# Not forced: an image a container still uses, or one tagged elsewhere too, stays.
+new="$(docker image inspect -f '{{.Id}}' "$IMAGE")"
+[ -z "$old" ] || [ "$old" = "$new" ] || docker image rm "$old" >/dev/null 2>&1 || true
+docker image prune -f --filter label=deliverylab.image=lab >/dev/null 2>&1 || true
 echo "$IMAGE"

@@ -11,8 +11,10 @@
 # With no network, docker/lab-image.sh fills docker/lab-bundle/ (`make bundle`: wheels
 # and jars) and pip installs from it; the folder is empty otherwise.
 ARG BASE=python:3.11-slim-bookworm
-FROM ${BASE}
+FROM ${BASE} AS system
 USER root
+# Marks every stage's images, so that docker/lab-image.sh removes its own old ones.
+LABEL deliverylab.image=lab
 
 # Java for Spark (and the local backend); the docker CLI, so that a chapter starts its
 # brokers as sibling containers through the mounted engine socket; Python's venv; make
@@ -35,12 +37,16 @@ RUN missing=""; \
 # Spark, started from it, could not write its scratch files.
 RUN useradd --create-home --uid 1000 lab \
  && mkdir -p /home/lab/course && chown lab:lab /home/lab/course
-USER lab
 WORKDIR /home/lab/course
 ENV VIRTUAL_ENV=/home/lab/venv PATH=/home/lab/venv/bin:$PATH HOME=/home/lab \
     DELIVERYLAB_CACHE=/home/lab/.cache/deliverylab PYTHONUNBUFFERED=1
 
-# Dependencies first (a layer that survives edits to the chapters), then the course.
+# The install, in a stage of its own: the offline bundle (wheels and jars, ~750 MB) is
+# copied into this stage only, and the final image takes just what the install made
+# (a layer deleted later would still be shipped). No RUN --mount: the classic builder,
+# which docker/lab-image.sh uses for engines without buildx, has none.
+FROM system AS install
+USER lab
 COPY --chown=lab pyproject.toml README.md ./
 COPY --chown=lab lib ./lib
 COPY --chown=lab docker/lab-bundle /tmp/bundle
@@ -52,8 +58,13 @@ RUN if [ -z "$PIP_INDEX_URL" ]; then unset PIP_INDEX_URL; fi \
       && pip install --no-cache-dir -e . \
       && python -m deliverylab.bundle install /tmp/bundle; \
     else pip install --no-cache-dir -e .; fi \
- && python -m deliverylab.setup \
- && rm -rf /tmp/bundle/*
+ && python -m deliverylab.setup
+
+# What the install made, all under /home/lab: the venv (same path: its scripts name
+# it), the jars' cache and the course's files the editable install points to.
+FROM system
+COPY --from=install --chown=lab:lab /home/lab /home/lab
+USER lab
 COPY --chown=lab labs ./labs
 
 # Starts as root only to join the group of the mounted engine socket (its gid differs

@@ -194,3 +194,40 @@ def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(
                           capture_output=True, text=True).stdout.split()
     assert ours == [], "compose left containers behind"
     assert dk.leftovers(name) == [], "the cluster started in the lab outlived it"
+
+
+def test_stopping_the_lab_spares_a_watchdog_s_removal_in_progress(lab_image: str,
+                                                                   tmp_path: Path):
+    """``docker stop`` of the lab while a watchdog already runs its clean-up (its owner
+    died earlier): the first process's sweep stops every other process but not the
+    watchdog's child, so the clean-up ends (here a slow stand-in for ``docker rm``
+    that leaves a mark on the host) and the container waits for it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)
+    name = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
+    # The owner hands its watchdog a slow command, then exits: the watchdog runs it now.
+    owner = ("import json\nfrom deliverylab.cluster.local import start_reaper\n"
+             "r = start_reaper()\n"
+             "r.stdin.write('exec ' + json.dumps(['sh', '-c', "
+             "'sleep 15; touch /home/lab/out/cleaned']) + '\\n')\nr.stdin.flush()\n")
+    try:
+        run = subprocess.run(["docker", "run", "-d", "--name", name, "-v",
+                              f"{out}:/home/lab/out", lab_image, "sleep", "600"],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        started = subprocess.run(["docker", "exec", "-u", "lab", name, "python", "-c", owner],
+                                 capture_output=True, text=True, timeout=60)
+        assert started.returncode == 0, started.stderr
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not subprocess.run(
+                ["docker", "exec", name, "pgrep", "-f", "sleep 15"],
+                capture_output=True, text=True, timeout=60).stdout.strip():
+            time.sleep(0.5)
+        assert time.monotonic() < end, "the watchdog never started its clean-up"
+        stop = subprocess.run(["docker", "stop", "-t", "60", name], capture_output=True,
+                              text=True, timeout=120)
+        assert stop.returncode == 0, stop.stderr
+        assert (out / "cleaned").exists(), "the stop cut the watchdog's clean-up short"
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)

@@ -56,11 +56,12 @@ DATA_DIR = "/tmp/kafka-data"  # writable for the image's user in every image we 
 # image assembles from environment variables. Storage is formatted on first start only,
 # so `docker start` after a kill is a restart with the node's data intact, as with the
 # local backend.
+# (CONF below is CONF_DIR: DockerBackend copies the files there before the start.)
 ENTRY_SCRIPT = """#!/bin/sh
 # Written by deliverylab.cluster.docker: format the storage once, then run the broker.
 set -eu
-CONF="${DELIVERYLAB_CONF:-/etc/deliverylab}"
-PROPS="${DELIVERYLAB_PROPERTIES:-$CONF/server.properties}"
+CONF=/etc/deliverylab
+PROPS="$CONF/server.properties"
 DATA="$(sed -n 's/^log\\.dirs=//p' "$PROPS")"
 CP="/opt/kafka/libs/*"
 LOG4J="-Dlog4j2.configurationFile=$CONF/log4j2.properties"

@@ -42,7 +42,8 @@ CONTROLLER_JVM_OPTS = [
     "-XX:ReservedCodeCacheSize=32m", "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true", "-Dlog4j2.disable.jmx=true",
 ]
-# Local JVMs only (the containers' options are generated into docker/config elsewhere):
+# Local JVMs only (DockerBackend builds its containers' options from BROKER_JVM_OPTS and
+# its own CONTAINER_JVM_OPTS, without this; it was measured on local JVMs):
 # TieredStopAtLevel=1, the C1 compiler only. At start-up three JVMs on two cores spend
 # much of their CPU in C2 compiling; with C1 only a 3-broker cluster is ready ~1.4 s
 # sooner and each broker holds ~30 MB less (bench/cluster_start.py). The price is peak
@@ -52,7 +53,7 @@ LOCAL_JVM_OPTS = ["-XX:TieredStopAtLevel=1"]
 # A voter that knows no leader waits a random 1-2 election timeouts before it stands: at
 # every start that is a second of nobody leading. 500 ms (Kafka's default is 1000) halves
 # it; noticing a dead leader is controller.quorum.fetch.timeout.ms (2 s), unchanged.
-# Local JVMs only (an override wins): the containers' files are generated elsewhere.
+# Local JVMs only (an override wins): DockerBackend writes server_properties() without it.
 QUORUM_TIMING = {"controller.quorum.election.timeout.ms": "500"}
 # The storage formatter runs once and exits: optimise for start-up, not throughput.
 TOOL_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
