@@ -8,13 +8,11 @@ listeners, readiness, leaders, topics, node states, clean-up. Node numbers are K
 from __future__ import annotations
 
 import atexit
-import base64
 import shutil
 import socket
 import tempfile
 import threading
 import time
-import uuid
 import warnings
 import weakref
 from contextlib import ExitStack
@@ -30,7 +28,7 @@ from ..errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, Quoru
 from . import quorum as kraft
 from . import ready
 from .local import LocalBackend, start_reaper, tail
-from .properties import ClusterSpec, NodePorts
+from .properties import ClusterSpec, NodePorts, new_kafka_id
 
 BACKENDS = ("local", "docker", "auto")
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
@@ -43,17 +41,6 @@ class _StartMethod:
         if obj is None:
             return lambda **kwargs: cls(**kwargs).start()
         return obj._start
-
-
-def new_cluster_id() -> str:
-    """A random cluster id as Kafka writes them (URL-safe base64 of 16 bytes).
-
-    Never starting with ``-``: the storage tool would read it as an option.
-    """
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cid.startswith("-"):
-            return cid
 
 
 def free_ports(count: int) -> list[int]:
@@ -203,7 +190,7 @@ class Cluster:
         # A controller-only node listens on CONTROLLER only: no client ports.
         controllers = tuple(NodePorts(node_id, 0, 0, next(ports), 0)
                             for node_id in self.quorum_plan.controller_only)
-        return ClusterSpec(tuple(nodes), new_cluster_id(), self.overrides, controllers,
+        return ClusterSpec(tuple(nodes), new_kafka_id(), self.overrides, controllers,
                            self.quorum_plan.voters)
 
     def _start(self) -> Cluster:

@@ -8,7 +8,6 @@ with the other backends.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -26,7 +25,7 @@ import psutil
 from .. import jars
 from ..errors import BrokerExited
 from ..java import find_java
-from .properties import ClusterSpec, NodePorts, render, server_properties
+from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
 
 # Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
 # the smallest footprint and is plenty for a teaching cluster's load.
@@ -268,15 +267,6 @@ def storage_cache() -> Path:
     return jars.cache_dir() / "storage"
 
 
-def new_directory_id() -> str:
-    """A random id as Kafka writes them (URL-safe base64 of 16 bytes, no padding), never
-    starting with ``-``; the same shape as a cluster id."""
-    while True:
-        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not value.startswith("-"):
-            return value
-
-
 def copy_storage(template: Path, data: Path, cluster_id: str) -> None:
     """Copy formatted storage into ``data``, as this cluster's: ``cluster.id`` set, a
     fresh ``directory.id``, everything else (node.id, version, the bootstrap
@@ -288,7 +278,7 @@ def copy_storage(template: Path, data: Path, cluster_id: str) -> None:
         if line.startswith("cluster.id="):
             line = f"cluster.id={cluster_id}"
         elif line.startswith("directory.id="):
-            line = f"directory.id={new_directory_id()}"
+            line = f"directory.id={new_kafka_id()}"
         lines.append(line)
     meta.write_text("\n".join(lines) + "\n")
 

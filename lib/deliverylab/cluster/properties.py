@@ -19,7 +19,19 @@ Always ``127.0.0.1``, never ``localhost``: the latter may resolve to ``::1``.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass, field
+
+
+def new_kafka_id() -> str:
+    """A random id as Kafka writes cluster and directory ids: URL-safe base64 of 16
+    bytes, no padding, never starting with ``-`` (the storage tool would read it as an
+    option)."""
+    while True:
+        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
 
 
 @dataclass(frozen=True)
