@@ -450,9 +450,11 @@ class Inspector:
 
     def _lab_values(self, name: str, isolation: str,
                     bounds: list[dict[str, int]]) -> DataFrame:
-        """partition, offset, producer, seq of the lab values only: the slim read that
-        the per-value questions group on (same decoding and filter as :meth:`_view`,
-        whose ``value`` is non-null exactly when producer and seq are)."""
+        """partition, offset, producer, seq of every record: the slim read that the
+        per-value questions group on (same decoding as :meth:`_view`). Records that
+        are not lab values have a null producer or seq; the caller drops them *after*
+        grouping: a filter here is pushed into the scan by Spark's optimizer, which then
+        parses each record's JSON once more for the filter (~1 s per 1M records)."""
         from pyspark.sql import functions as F
 
         raw = self._raw(name, isolation, bounds, headers=False)
@@ -461,7 +463,6 @@ class Inspector:
             raw.select("partition", "offset", v.alias("v"))
             .select("partition", "offset", F.col("v.producer").alias("producer"),
                     F.col("v.seq").alias("seq"))
-            .where(F.col("producer").isNotNull() & F.col("seq").isNotNull())
         )
 
     def reads(self, name: str, isolation: str = "read_committed") -> list[Read]:
@@ -488,19 +489,26 @@ class Inspector:
         from pyspark.sql import functions as F
 
         self._check_isolation(isolation)
-        # Grouped by (producer, seq) alone: one topic is read, and a value *is*
-        # "producer:seq", so the groups are the same, with a smaller key to hash and
-        # sort for every record (~15% of the warm time over 1M records); topic and
-        # value are put back on the few groups that remain. Only the columns the
-        # question needs are read (no headers) and decoded, and the offsets are sorted
-        # after the filter: on the few duplicated values, not on every value.
+        # Grouped by the value's parts (seq, producer) alone: one topic is read, and a
+        # value *is* "producer:seq", so the groups are the same, with a smaller key to
+        # hash and sort for every record (~15% of the warm time over 1M records); topic
+        # and value are put back on the few groups that remain. Seq first: when the
+        # aggregation falls back to sorting (collect_list does past 128 keys), its sort
+        # prefix is then the number, not the producer name every record shares.
+        # Only the columns the question needs are read (no headers) and decoded, and
+        # the offsets are sorted after the filter: on the few duplicated values only.
+        # Lab values only: counting and collecting just the records with producer and
+        # seq leaves the null groups (non-lab records) at 0 copies, dropped by
+        # `copies > 1`, an aggregate's filter the optimizer cannot push back into the
+        # scan (see _lab_values).
+        lab = F.col("producer").isNotNull() & F.col("seq").isNotNull()
         return (
             self._lab_values(name, isolation, self.bounds(name))
-            .groupBy("producer", "seq")
+            .groupBy("seq", "producer")
             .agg(
-                F.count("*").alias("copies"),
-                F.collect_list(F.array(F.col("partition").cast("long"),
-                                       "offset")).alias("offsets"),
+                F.count(F.when(lab, 1)).alias("copies"),
+                F.collect_list(F.when(lab, F.array(F.col("partition").cast("long"),
+                                                   "offset"))).alias("offsets"),
             )
             .where(F.col("copies") > 1)
             .select(F.lit(name).alias("topic"),

@@ -323,6 +323,8 @@ def test_non_lab_values_give_nulls_not_errors(cluster1, inspector) -> None:
     assert [r["value"] for r in rows] == [None] * 5 + ["ok:1"]
     assert rows[-1]["payload_length"] == 10 and rows[-1]["key"] == "k"
     assert [r.value for r in inspector.reads(topic)] == [None] * 5 + ["ok:1"]
+    # Five records without a value id are not five copies of one value.
+    assert inspector.duplicates(topic).count() == 0
 
 
 def test_bad_arguments_name_the_value(inspector, duplicated) -> None:
