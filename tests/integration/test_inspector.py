@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import Producer
 
 from deliverylab import checker, plots
+from deliverylab import inspector as inspector_module
 from deliverylab.clients import Recorder, config
 from deliverylab.cluster import Cluster
 from deliverylab.errors import BadValue
@@ -266,6 +267,48 @@ def test_open_transaction_is_pending_not_aborted(cluster1, inspector) -> None:
     assert list(zip(gaps["first_offset"], gaps["kind"], strict=True)) == [(3, "marker")]
 
 
+def test_split_reads_see_the_same_records(cluster1, inspector, monkeypatch) -> None:
+    """Big reads run several Spark tasks per Kafka partition (Inspector._raw). A split
+    may end on a marker, or hold nothing but aborted records, and must change no view.
+    Forced here on a small transactional topic: one partition, offsets 0-2 an aborted
+    transaction, 3 its marker, 4-6 a committed one (value 4 twice: a duplicate), 7 its
+    marker, so two tasks meet at offset 4 and the first reads nothing committed."""
+    topic, history = new_topic(cluster1, 1), History()
+    rec = Sender(cluster1, topic, history, "split",
+                 **{"transactional.id": f"insp-{topic}", "enable.idempotence": True})
+    rec.producer.init_transactions(30)
+    for n, (seqs, commit) in enumerate((((0, 1, 2), False), ((3, 4, 4), True))):
+        rec.txn = f"split/{n}"
+        rec.producer.begin_transaction()
+        for seq in seqs:
+            rec.send(seq)
+        rec.flush()
+        if commit:
+            rec.producer.commit_transaction(30)
+        else:
+            rec.producer.abort_transaction(30)
+    inspector.wait_stable(topic, timeout=30)
+
+    def views() -> dict[str, object]:
+        out: dict[str, object] = {}
+        for iso in ("read_committed", "read_uncommitted"):
+            out[f"topic {iso}"] = sorted(tuple(r) for r in inspector.topic(topic, iso).select(
+                "partition", "offset", "value").collect())
+            out[f"gaps {iso}"] = [tuple(r) for r in inspector.offset_gaps(topic, iso).collect()]
+        out["duplicates"] = [(r.value, r.copies, [list(p) for p in r.offsets])
+                             for r in inspector.duplicates(topic).collect()]
+        out["aborted"] = [tuple(r) for r in inspector.aborted(topic).select(
+            "partition", "offset", "value").collect()]
+        return out
+
+    whole = views()
+    assert whole["duplicates"] and whole["aborted"]  # the case this test is about
+    monkeypatch.setattr(inspector_module, "_SPLIT_FROM", 0)
+    raw = inspector._raw(topic, "read_committed", inspector.bounds(topic))
+    assert raw.rdd.getNumPartitions() > 1, "the read was not split: the test proves nothing"
+    assert views() == whole
+
+
 # --- odd records and bad arguments -----------------------------------------------------
 
 
@@ -280,6 +323,8 @@ def test_non_lab_values_give_nulls_not_errors(cluster1, inspector) -> None:
     assert [r["value"] for r in rows] == [None] * 5 + ["ok:1"]
     assert rows[-1]["payload_length"] == 10 and rows[-1]["key"] == "k"
     assert [r.value for r in inspector.reads(topic)] == [None] * 5 + ["ok:1"]
+    # Five records without a value id are not five copies of one value.
+    assert inspector.duplicates(topic).count() == 0
 
 
 def test_bad_arguments_name_the_value(inspector, duplicated) -> None:
