@@ -26,7 +26,7 @@ _ids = itertools.count(1 << 40)  # apart from proxy.py's ids: both name handles
 
 def _proxy_of(held: HeldRequest) -> Proxy:
     if held.proxy is None:
-        raise LabError("the proxy that held this request was stopped")
+        raise LabError("the proxy that held this request is gone (stopped and dropped)")
     return held.proxy
 
 
@@ -135,12 +135,13 @@ class Hold:
                 _proxy_of(held)._inject(held, timeout)
         return self.errors
 
-    # The proxy process's news (on the owner's pipe-reader thread).
     def _spec(self) -> tuple:
+        """What the proxy process needs to spend this budget (``Proxy.arm_hold``)."""
         with self._cond:
             return (self._id, self.api_key, self.count, self._skip, self.client_id,
                     self._cancelled)
 
+    # The proxy process's news (on the owner's pipe-reader thread).
     def _update(self, chosen: int, cancelled: bool) -> None:
         with self._cond:
             self._chosen = chosen
