@@ -181,8 +181,6 @@ def produce_requests(cluster: Cluster) -> int:
 def measure(paths: dict[str, str], args: argparse.Namespace) -> dict[str, dict[str, list]]:
     """Per path, one throughput and one latency list per round (rounds alternate paths)."""
     out: dict[str, dict[str, list]] = {name: {"rates": [], "lats": []} for name in paths}
-    for bootstrap in paths.values():  # warm-up, not counted: the first path measured
-        throughput(bootstrap, args.messages // 2, args.size)  # ran at half speed (JIT)
     for _ in range(args.rounds):
         for name, bootstrap in paths.items():
             out[name]["rates"].append(throughput(bootstrap, args.messages, args.size))
