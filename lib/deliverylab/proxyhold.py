@@ -3,33 +3,44 @@
 Why its own module: the published-bug reproductions (:mod:`deliverylab.bugs`) need a
 request to arrive *after* its client gave up on it, which no delay of a connection can
 do. :class:`Hold` is the handle (budget, what was held, the broker's answers); the
-proxy's links do the holding (:meth:`deliverylab.proxy.Proxy.hold`).
+proxy's links do the holding, in the proxy's process (:mod:`.proxyengine`), which
+tells this handle what it held and what the broker answered.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .errors import bad_value
+from .errors import LabError, bad_value
 from .framing import RequestHeader, api_key, api_name
 
 if TYPE_CHECKING:
-    from .proxy import Proxy, _Link
+    from .proxy import Proxy
+
+
+_ids = itertools.count(1 << 40)  # apart from proxy.py's ids: both name handles
+
+
+def _proxy_of(held: HeldRequest) -> Proxy:
+    if held.proxy is None:
+        raise LabError("the proxy that held this request is gone (stopped and dropped)")
+    return held.proxy
 
 
 @dataclass
 class HeldRequest:
     """One request a :class:`Hold` kept from the broker: its header and whole frame."""
 
-    proxy: Proxy
-    link: _Link
+    proxy: Proxy | None  # None: the proxy was dropped meanwhile
     head: RequestHeader
     frame: bytes
     hold: Hold
     error: str | None = None  # the broker's answer once released or injected
     how: str = ""  # "released" (on the client's own connection) or "injected"
+    id: int = 0  # as the proxy process knows it
 
 
 class Hold:
@@ -64,6 +75,8 @@ class Hold:
         self.count = count
         self.client_id = client_id
         self._skip = skip
+        self._id = next(_ids)
+        self._child: Any = None  # the proxy process it is armed in (proxy._Child)
         self._cond = threading.Condition()
         self._chosen = 0
         self._cancelled = False
@@ -100,6 +113,8 @@ class Hold:
         with self._cond:
             self._cancelled = True
             self._cond.notify_all()
+        if self._child is not None:
+            self._child.tell("cancel_hold", self._id)
 
     def release(self, timeout: float = 10.0) -> list[str | None]:
         """Forward every held request on its client's connection (or inject it when the
@@ -107,7 +122,7 @@ class Hold:
         self.cancel()
         for held in list(self.held):
             if not held.how:
-                held.proxy._call(lambda h=held: h.link.release_held(h))
+                self._sent(held, _proxy_of(held)._release(held))
         self.wait_answers(timeout)
         return self.errors
 
@@ -117,35 +132,36 @@ class Hold:
         self.cancel()
         for held in list(self.held):
             if not held.how:
-                held.proxy._inject(held, timeout)
+                _proxy_of(held)._inject(held, timeout)
         return self.errors
 
-    # Called on the proxy loop thread.
-    def _take(self, head: RequestHeader) -> bool:
-        if head.api_key != self.api_key or (self.client_id is not None
-                                            and head.client_id != self.client_id):
-            return False
+    def _spec(self) -> tuple:
+        """What the proxy process needs to spend this budget (``Proxy.arm_hold``)."""
         with self._cond:
-            if self._cancelled or self._chosen >= self.count:
-                return False
-            if self._skip:
-                self._skip -= 1
-                return False
-            self._chosen += 1
-            return True
+            return (self._id, self.api_key, self.count, self._skip, self.client_id,
+                    self._cancelled)
 
-    def _unchoose(self) -> None:
+    # The proxy process's news (on the owner's pipe-reader thread).
+    def _update(self, chosen: int, cancelled: bool) -> None:
         with self._cond:
-            self._chosen -= 1
+            self._chosen = chosen
+            self._cancelled = self._cancelled or cancelled
+            self._cond.notify_all()
 
     def _keep(self, held: HeldRequest) -> None:
         with self._cond:
             self.held.append(held)
             self._cond.notify_all()
 
-    def _answered(self, held: HeldRequest, error: str) -> None:
+    def _answered(self, held: HeldRequest, how: str, error: str | None) -> None:
         with self._cond:
-            held.error = error
+            held.how = how or held.how
+            held.error = error if error is not None else held.error
+            self._cond.notify_all()
+
+    def _sent(self, held: HeldRequest, how: str) -> None:
+        with self._cond:
+            held.how = held.how or how
             self._cond.notify_all()
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ from deliverylab.framing import (
     parse_response_error,
 )
 from deliverylab.proxy import AckLoss, Hold, Proxy
+from deliverylab.proxyengine import HoldState, Loss
 
 # --- building frames by hand ---------------------------------------------------------
 
@@ -213,17 +214,33 @@ def test_api_names_and_keys():
         AckLoss(0)
 
 
+class Events:
+    """Stands in for the proxy process's pipe: keeps what the budgets report."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple] = []
+
+    def send(self, message: tuple) -> None:
+        self.sent.append(message)
+
+
 def test_ack_loss_budget_is_shared_and_rearmed():
-    loss = AckLoss(2, "Produce")
+    events = Events()
+    loss = Loss(events, 7, 2, 0, None, False)  # type: ignore[arg-type]
     assert loss._take(0) and loss._take(0) and not loss._take(0)
     assert not loss._take(3)  # another api
     loss._unarm()  # a chosen request's connection died before its response
     assert loss._take(0)
     loss._fired("p", 1)
-    assert not loss.wait(0.01) and loss.dropped == 1
+    assert not loss.finished and loss.dropped == 1
     loss._fired("p", 2)
-    assert loss.wait(0.01) and loss.done and loss.finished
-    assert loss.dropped_ids == [("p", 1), ("p", 2)]
+    assert loss.finished
+    # The owner's handle mirrors it from the events, in order.
+    handle = AckLoss(2, "Produce")
+    for _, _, armed, dropped, cancelled, fired in events.sent:
+        handle._update(armed, dropped, cancelled, fired)
+    assert handle.wait(0.01) and handle.done and handle.finished
+    assert handle.dropped_ids == [("p", 1), ("p", 2)]
 
 
 # --- faults on a fake broker -----------------------------------------------------------
@@ -559,7 +576,8 @@ def test_unreadable_error_codes_are_none_not_guesses():
 
 
 def test_hold_budget_skip_and_client_filter():
-    hold = Hold("EndTxn", count=1, skip=1, client_id="app")
+    events = Events()
+    hold = HoldState(events, 9, 26, 1, 1, "app", False)  # type: ignore[arg-type]
     end = parse_request_header(request(26, 1, 1, "app")[4:])
     other = parse_request_header(request(26, 1, 2, "else")[4:])
     assert not hold._take(other)  # another client
@@ -567,6 +585,10 @@ def test_hold_budget_skip_and_client_filter():
     assert hold._take(end) and not hold._take(end)  # budget spent
     hold._unchoose()  # its connection died before the frame was whole
     assert hold._take(end) and hold.finished
+    assert events.sent[-1] == ("hold", 9, 1, False)
+    handle = Hold("EndTxn")
+    handle._update(1, False)
+    assert handle.finished
     with pytest.raises(BadValue, match="count"):
         Hold(count=0)
     with pytest.raises(BadValue, match="skip"):

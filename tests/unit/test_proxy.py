@@ -1,0 +1,168 @@
+"""The fault proxy's process: handles kept current across the pipe, and the process's
+lifetime (it ends with the last proxy, and with its owner however the owner dies).
+
+The faults themselves on a fake broker are in test_framing.py; what a lost ack or a
+late request *does* to Kafka is checked on real brokers in tests/integration.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deliverylab.errors import LabError
+from deliverylab.proxy import AckLoss, Proxy
+
+END_TXN = 26
+LIB = str(Path(__file__).resolve().parents[2] / "lib")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def broker() -> Iterator[tuple[int, list[int]]]:
+    """Answers each request with ``correlation id, throttle 0, error 0``; records the
+    correlation ids it saw, in order."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    seen: list[int] = []
+
+    def serve(conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while chunk := conn.recv(1 << 16):
+                buf += chunk
+                while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">i", buf[:4])[0]:
+                    size = struct.unpack(">i", buf[:4])[0]
+                    cid = struct.unpack(">i", buf[8:12])[0]
+                    buf = buf[4 + size:]
+                    seen.append(cid)
+                    conn.sendall(struct.pack(">iiih", 10, cid, 0, 0))
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1], seen
+    server.close()
+
+
+@pytest.fixture
+def proxy(broker: tuple[int, list[int]]) -> Iterator[Proxy]:
+    with Proxy(free_port(), broker[0], name="proxy-t") as p:
+        yield p
+
+
+def request(cid: int, key: int = END_TXN, client: str = "c1", payload: bytes = b"") -> bytes:
+    name = client.encode()
+    body = struct.pack(">hhih", key, 0, cid, len(name)) + name + payload
+    return struct.pack(">i", len(body)) + body
+
+
+def answers(conn: socket.socket, count: int, timeout: float = 5.0) -> list[int]:
+    """Correlation ids of the next ``count`` responses (fewer if the link closed)."""
+    conn.settimeout(timeout)
+    buf, out = b"", []
+    while len(out) < count:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        while len(buf) >= 14:
+            out.append(struct.unpack(">i", buf[4:8])[0])
+            buf = buf[14:]
+    return out
+
+
+def connect(p: Proxy) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", p.listen_port), timeout=5)
+
+
+def test_cancelling_a_handle_reaches_the_proxy_process(proxy: Proxy, broker):
+    loss = proxy.lose_acks(1, "EndTxn")
+    hold = proxy.hold("EndTxn")
+    assert proxy.faults() == ["lose_acks", "hold"]
+    loss.cancel()
+    hold.cancel()
+    assert proxy.faults() == []
+    with connect(proxy) as conn:
+        conn.sendall(request(1))
+        assert answers(conn, 1) == [1]
+    assert loss.dropped == 0 and not hold.held and broker[1] == [1]
+    early = AckLoss(1, "EndTxn")
+    early.cancel()  # cancelled before it was armed: it never fires either
+    proxy.arm(early)
+    assert proxy.faults() == []
+
+
+def test_a_stopped_proxy_says_so(broker):
+    stopped = Proxy(free_port(), broker[0])
+    with pytest.raises(LabError, match="not running"):
+        stopped.stats()
+    with pytest.raises(LabError, match="not running"):
+        stopped.arm(AckLoss(1))
+    assert stopped.faults() == [] and "stopped" in repr(stopped)
+    stopped.heal()  # nothing to heal: not an error
+
+
+OWNER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from deliverylab.proxy import Proxy, _Child
+p = Proxy(int(sys.argv[2]), int(sys.argv[3])).start()
+print(_Child._instance.proc.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def gone(pid: int, within: float) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_proxy_process_dies_with_its_owner(broker):
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, LIB, str(free_port()),
+                              str(broker[0])], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(owner.stdout.readline())
+        os.kill(owner.pid, signal.SIGKILL)  # a kernel restart: no cleanup code runs
+        owner.wait(5)
+        assert gone(child, 5), f"proxy process {child} outlived its owner"
+    finally:
+        owner.kill()
+        owner.wait(5)
+
+
+def test_the_proxy_process_ends_with_the_last_proxy(broker):
+    from deliverylab.proxy import _Child
+
+    with Proxy(free_port(), broker[0]):
+        child = _Child._instance
+        assert child is not None and child.proc.poll() is None
+    assert child.proc.poll() is not None and _Child._instance is None
