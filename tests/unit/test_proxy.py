@@ -159,10 +159,22 @@ def test_the_proxy_process_dies_with_its_owner(broker):
         owner.wait(5)
 
 
-def test_the_proxy_process_ends_with_the_last_proxy(broker):
-    from deliverylab.proxy import _Child
+LAST = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from deliverylab.proxy import Proxy, _Child
+with Proxy(int(sys.argv[2]), int(sys.argv[3])):
+    child = _Child._instance
+    assert child is not None and child.proc.poll() is None
+print(child.proc.pid, child.proc.poll() is not None and _Child._instance is None, flush=True)
+"""
 
-    with Proxy(free_port(), broker[0]):
-        child = _Child._instance
-        assert child is not None and child.proc.poll() is None
-    assert child.proc.poll() is not None and _Child._instance is None
+
+def test_the_proxy_process_ends_with_the_last_proxy(broker):
+    # In a Python process of its own: in this one, proxies of other tests' clusters
+    # (session fixtures) may still be users of the shared child.
+    out = subprocess.run([sys.executable, "-c", LAST, LIB, str(free_port()), str(broker[0])],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    pid, ended = out.stdout.split()
+    assert ended == "True" and gone(int(pid), 5)
