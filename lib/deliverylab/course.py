@@ -97,6 +97,18 @@ def select(available: Iterable[str], wanted: Iterable[str]) -> list[str]:
     return [c for c in available if c in chosen]
 
 
+def defaults(chapter: str, labs: Path | None = None) -> dict[str, Any]:
+    """A chapter's own defaults: its ``parameters`` cell (plain assignments), executed.
+
+    What a student's Run-All starts from; :func:`parameters` says what a headless run
+    passes on top of them."""
+    nb = json.loads((Path(labs or default_labs()) / f"{chapter}.ipynb").read_text())
+    [cell] = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
+    scope: dict[str, Any] = {}
+    exec("".join(cell["source"]), scope)
+    return {k: v for k, v in scope.items() if not k.startswith("__")}
+
+
 def parameters(chapter: str, small: bool, results_path: Path) -> dict[str, Any]:
     """Papermill parameters of one chapter: schedule, size, where to write results."""
     params: dict[str, Any] = dict(HEADLESS.get(chapter, {}))

@@ -16,7 +16,6 @@ aborted count held to == predicted.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,8 @@ LABS = Path(__file__).resolve().parents[2] / "labs"
 def chapter_09_parameters() -> dict[str, Any]:
     """Chapter 09's parameters as its headless small run gets them: the notebook's
     parameters cell (plain assignments), then :data:`deliverylab.course.SMALL`."""
-    nb = json.loads((LABS / "09_kafka_bugs.ipynb").read_text())
-    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
-    scope: dict[str, Any] = {}
-    exec("".join(cell["source"]), {}, scope)
-    return {**scope, **course.parameters("09_kafka_bugs", small=True, results_path=Path("x"))}
+    return {**course.defaults("09_kafka_bugs", LABS),
+            **course.parameters("09_kafka_bugs", small=True, results_path=Path("x"))}
 
 
 def chapter_09_cells() -> set[tuple[str, str, str]]:

@@ -16,13 +16,7 @@ LABS = Path(__file__).resolve().parents[2] / "labs"
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def defaults(chapter: str) -> dict:
-    """The chapter's parameters cell, executed: its own defaults."""
-    nb = json.loads((LABS / f"{chapter}.ipynb").read_text())
-    [cell] = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
-    scope: dict = {}
-    exec("".join(cell["source"]), scope)
-    return {k: v for k, v in scope.items() if not k.startswith("__")}
+defaults = course.defaults  # the chapter's parameters cell, executed
 
 
 @pytest.mark.parametrize("chapter", sorted(params.SPECS))
