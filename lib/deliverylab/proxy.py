@@ -41,17 +41,17 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LabError, bad_value
-from .framing import DIRECTIONS, api_key, api_name
-from .proxyhold import HeldRequest, Hold
+from .framing import DIRECTIONS, api_key
+from .proxyhold import FaultHandle, HeldRequest, Hold
 
 __all__ = ["AckLoss", "HeldRequest", "Hold", "Proxy"]
 
-_ids = itertools.count(1)  # proxies and fault handles, as the proxy process knows them
+_ids = itertools.count(1)  # proxies and requests, as the proxy process knows them
 
 # --- fault handles -------------------------------------------------------------------
 
 
-class AckLoss:
+class AckLoss(FaultHandle):
     """Handle of one ``lose_acks`` fault: how many acks to lose, and how many were lost.
 
     One handle may be armed on several proxies at once (the Nemesis does that when it
@@ -61,24 +61,14 @@ class AckLoss:
     in the proxy process; this handle mirrors it from the process's events.
     """
 
+    _cancel_verb = "cancel_loss"
+
     def __init__(self, count: int, api: str | int = "Produce",
                  client_id: str | None = None) -> None:
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise bad_value("count", count, "a whole number >= 1")
-        self.count = count
-        self.api_key = api_key(api)
-        self.client_id = client_id
-        self._id = next(_ids)
-        self._child: _Child | None = None  # the process it is armed in
-        self._cond = threading.Condition()
+        super().__init__(api, count, client_id)
         self._armed = 0  # requests chosen (forwarded; their responses will be dropped)
         self._dropped = 0
-        self._cancelled = False
         self.dropped_ids: list[tuple[str, int]] = []  # (proxy name, correlation id)
-
-    @property
-    def api(self) -> str:
-        return api_name(self.api_key)
 
     @property
     def dropped(self) -> int:
@@ -107,14 +97,6 @@ class AckLoss:
         """Block until ``count`` acks were dropped; False if the timeout came first."""
         with self._cond:
             return self._cond.wait_for(lambda: self._dropped >= self.count, timeout)
-
-    def cancel(self) -> None:
-        """Choose no further request (``heal`` calls it)."""
-        with self._cond:
-            self._cancelled = True
-            self._cond.notify_all()
-        if self._child is not None:
-            self._child.tell("cancel_loss", self._id)
 
     def _spec(self) -> tuple:
         with self._cond:
@@ -255,14 +237,10 @@ class _Child:
                 fut.set_exception(self._died())
 
     def _event(self, kind: str, *args: Any) -> None:
-        if kind == "loss":
-            loss = self.handles.get(args[0])
-            if loss is not None:
-                loss._update(*args[1:])
-        elif kind == "hold":
-            hold = self.handles.get(args[0])
-            if hold is not None:
-                hold._update(*args[1:])
+        if kind in ("loss", "hold"):  # a budget moved: AckLoss._update / Hold._update
+            handle = self.handles.get(args[0])
+            if handle is not None:
+                handle._update(*args[1:])
         elif kind == "held":
             hid, held_id, pid, head, frame = args
             hold = self.handles.get(hid)

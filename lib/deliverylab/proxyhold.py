@@ -21,7 +21,43 @@ if TYPE_CHECKING:
     from .proxy import Proxy
 
 
-_ids = itertools.count(1 << 40)  # apart from proxy.py's ids: both name handles
+_ids = itertools.count(1)  # fault handles, as the proxy process knows them
+
+
+class FaultHandle:
+    """What the proxy's fault handles (:class:`Hold`, ``proxy.AckLoss``) share: a
+    budget of ``count`` requests of one api (of one client, if ``client_id``), an id the
+    proxy process knows it by, the process it is armed in, and cancelling.
+
+    The budget is spent in the proxy process; the handle lives in the owner's process
+    and is kept current by the process's events (under ``_cond``, which waits use).
+    """
+
+    #: The proxy process's verb that cancels this kind of budget.
+    _cancel_verb = ""
+
+    def __init__(self, api: str | int, count: int, client_id: str | None) -> None:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise bad_value("count", count, "a whole number >= 1")
+        self.api_key = api_key(api)
+        self.count = count
+        self.client_id = client_id
+        self._id = next(_ids)
+        self._child: Any = None  # the proxy process it is armed in (proxy._Child)
+        self._cond = threading.Condition()
+        self._cancelled = False
+
+    @property
+    def api(self) -> str:
+        return api_name(self.api_key)
+
+    def cancel(self) -> None:
+        """Choose no further request (what a hold already holds stays held)."""
+        with self._cond:
+            self._cancelled = True
+            self._cond.notify_all()
+        if self._child is not None:
+            self._child.tell(self._cancel_verb, self._id)
 
 
 def _proxy_of(held: HeldRequest) -> Proxy:
@@ -43,7 +79,7 @@ class HeldRequest:
     id: int = 0  # as the proxy process knows it
 
 
-class Hold:
+class Hold(FaultHandle):
     """Handle of one ``hold`` fault: requests of one api kept from the broker until told.
 
     Why: Kafka's published transaction bugs need a request to arrive *late* (after the
@@ -65,26 +101,16 @@ class Hold:
     by every proxy the hold is armed on.
     """
 
+    _cancel_verb = "cancel_hold"
+
     def __init__(self, api: str | int = "Produce", count: int = 1, skip: int = 0,
                  client_id: str | None = None) -> None:
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise bad_value("count", count, "a whole number >= 1")
+        super().__init__(api, count, client_id)
         if not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
             raise bad_value("skip", skip, "a whole number >= 0")
-        self.api_key = api_key(api)
-        self.count = count
-        self.client_id = client_id
         self._skip = skip
-        self._id = next(_ids)
-        self._child: Any = None  # the proxy process it is armed in (proxy._Child)
-        self._cond = threading.Condition()
         self._chosen = 0
-        self._cancelled = False
         self.held: list[HeldRequest] = []
-
-    @property
-    def api(self) -> str:
-        return api_name(self.api_key)
 
     @property
     def finished(self) -> bool:
@@ -107,14 +133,6 @@ class Hold:
         with self._cond:
             return self._cond.wait_for(
                 lambda: all(h.error is not None for h in self.held if h.how), timeout)
-
-    def cancel(self) -> None:
-        """Hold no further request (what is held stays held)."""
-        with self._cond:
-            self._cancelled = True
-            self._cond.notify_all()
-        if self._child is not None:
-            self._child.tell("cancel_hold", self._id)
 
     def release(self, timeout: float = 10.0) -> list[str | None]:
         """Forward every held request on its client's connection (or inject it when the
