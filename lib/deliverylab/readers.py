@@ -224,8 +224,12 @@ def bounds(target: Any, name: str, timeout: float = 15.0,
                            f"{' at ' + where if where else ''}: {exc.args[0].str()}") from exc
 
     start = ask(OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED)
-    high = ask(OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
+    # The LSO before the high watermark: both only grow, so asked in this order the
+    # LSO can never come out above the high watermark. The other order raced a commit
+    # marker (high watermark asked before it landed, LSO after: LSO > HW), which
+    # made wait_stable return a view no reader could have seen.
     stable = ask(OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+    high = ask(OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED)
     return [{"partition": p, "log_start_offset": start[p], "high_watermark": high[p],
              "last_stable_offset": stable[p]} for p in sorted(start)]
 
