@@ -25,7 +25,7 @@ import os
 import pickle
 import signal
 import struct
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import LabError, PortTaken
 from .framing import RequestHeader, api_name, error_name_of, parse_response_error
@@ -34,83 +34,93 @@ from .proxylink import _Link, _Side
 # --- fault state (the owner holds the handles) ----------------------------------------
 
 
-class Loss:
-    """The budget of one ``AckLoss`` handle, shared by every proxy it is armed on."""
+class Budget:
+    """What :class:`Loss` and :class:`HoldState` share: choosing requests of one api (of
+    one client, if ``client_id``) up to ``count``, giving a choice back, cancelling.
 
-    def __init__(self, server: Server, lid: int, count: int, key: int,
+    Why one class: both budgets may be armed on several proxies at once and must spend
+    ``count`` exactly once between them, and a request chosen on a connection that died
+    before the fault could act must be chosen again; written once, the two faults cannot
+    drift apart on that rule. Every change is told to the owner's handle (``_tell``).
+    """
+
+    def __init__(self, server: Server, bid: int, key: int, count: int,
                  client_id: str | None, cancelled: bool) -> None:
-        self.server, self.id = server, lid
-        self.count, self.api_key, self.client_id = count, key, client_id
-        self.armed = 0  # requests chosen (forwarded; their responses will be dropped)
-        self.dropped = 0
-        self.cancelled = cancelled
-
-    @property
-    def finished(self) -> bool:
-        return self.cancelled or self.dropped >= self.count
-
-    def _take(self, key: int, client_id: str | None = None) -> bool:
-        if key != self.api_key or (self.client_id is not None and client_id != self.client_id):
-            return False
-        if self.cancelled or self.armed >= self.count:
-            return False
-        self.armed += 1
-        self._tell()
-        return True
-
-    def _unarm(self) -> None:
-        """A chosen request's connection died before its response: choose another one."""
-        self.armed -= 1
-        self._tell()
-
-    def _fired(self, proxy: str, cid: int) -> None:
-        self.dropped += 1
-        self._tell((proxy, cid))
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        self._tell()
-
-    def _tell(self, fired: tuple[str, int] | None = None) -> None:
-        self.server.send(("loss", self.id, self.armed, self.dropped, self.cancelled, fired))
-
-
-class HoldState:
-    """The budget of one ``Hold`` handle and the requests it keeps from the broker."""
-
-    def __init__(self, server: Server, hid: int, key: int, count: int, skip: int,
-                 client_id: str | None, cancelled: bool) -> None:
-        self.server, self.id = server, hid
+        self.server, self.id = server, bid
         self.api_key, self.count, self.client_id = key, count, client_id
-        self._skip = skip
-        self.chosen = 0
+        self.chosen = 0  # requests chosen, not given back
         self.cancelled = cancelled
-        self.held: list[Held] = []
 
     @property
     def finished(self) -> bool:
         return self.cancelled or self.chosen >= self.count
 
     def _take(self, head: RequestHeader) -> bool:
+        """Choose this request if it is of the api and client and budget is left."""
         if head.api_key != self.api_key or (self.client_id is not None
                                             and head.client_id != self.client_id):
             return False
-        if self.cancelled or self.chosen >= self.count:
-            return False
-        if self._skip:
-            self._skip -= 1
+        if self.cancelled or self.chosen >= self.count or self._passes():
             return False
         self.chosen += 1
         self._tell()
         return True
 
+    def _passes(self) -> bool:
+        """Let a request that would be chosen through all the same (``Hold``'s skip)."""
+        return False
+
     def _unchoose(self) -> None:
+        """A chosen request's connection died before the fault acted: choose another."""
         self.chosen -= 1
         self._tell()
 
     def cancel(self) -> None:
         self.cancelled = True
         self._tell()
+
+    def _tell(self) -> None:
+        raise NotImplementedError
+
+
+class Loss(Budget):
+    """The budget of one ``AckLoss`` handle, shared by every proxy it is armed on.
+
+    A chosen request is forwarded and its response will be dropped; the budget is
+    finished only once ``count`` responses really were (``dropped``).
+    """
+
+    def __init__(self, server: Server, lid: int, count: int, key: int,
+                 client_id: str | None, cancelled: bool) -> None:
+        super().__init__(server, lid, key, count, client_id, cancelled)
+        self.dropped = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.cancelled or self.dropped >= self.count
+
+    def _fired(self, proxy: str, cid: int) -> None:
+        self.dropped += 1
+        self._tell((proxy, cid))
+
+    def _tell(self, fired: tuple[str, int] | None = None) -> None:
+        self.server.send(("loss", self.id, self.chosen, self.dropped, self.cancelled, fired))
+
+
+class HoldState(Budget):
+    """The budget of one ``Hold`` handle and the requests it keeps from the broker."""
+
+    def __init__(self, server: Server, hid: int, key: int, count: int, skip: int,
+                 client_id: str | None, cancelled: bool) -> None:
+        super().__init__(server, hid, key, count, client_id, cancelled)
+        self._skip = skip
+        self.held: list[Held] = []
+
+    def _passes(self) -> bool:
+        if self._skip:
+            self._skip -= 1
+            return True
+        return False
 
     def _keep(self, proxy: Engine, link: _Link, head: RequestHeader, frame: bytes) -> None:
         held = Held(self.server.new_held_id(), self, proxy, link, head, frame)
@@ -145,6 +155,19 @@ class Held:
 
 
 # --- one proxy ------------------------------------------------------------------------
+
+
+B = TypeVar("B", bound=Budget)
+
+
+def _first_taker(budgets: list[B], head: RequestHeader) -> B | None:
+    """The first budget still open that chooses ``head``; finished ones are dropped
+    from ``budgets`` (in place: it is the engine's own list)."""
+    budgets[:] = [b for b in budgets if not b.finished]
+    for budget in budgets:
+        if budget._take(head):
+            return budget
+    return None
 
 
 class Engine:
@@ -202,20 +225,10 @@ class Engine:
         self._holds.append(hold)
 
     def _choose(self, head: RequestHeader) -> Loss | None:
-        if not self._losses:
-            return None
-        self._losses = [loss for loss in self._losses if not loss.finished]
-        for loss in self._losses:
-            if loss._take(head.api_key, head.client_id):
-                return loss
-        return None
+        return _first_taker(self._losses, head) if self._losses else None
 
     def _choose_hold(self, head: RequestHeader) -> HoldState | None:
-        self._holds = [h for h in self._holds if not h.finished]
-        for hold in self._holds:
-            if hold._take(head):
-                return hold
-        return None
+        return _first_taker(self._holds, head)
 
     async def _send_alone(self, held: Held) -> None:
         """Deliver a held frame on a connection of its own and record the answer.

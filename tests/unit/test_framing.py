@@ -227,10 +227,11 @@ class Events:
 def test_ack_loss_budget_is_shared_and_rearmed():
     events = Events()
     loss = Loss(events, 7, 2, 0, None, False)  # type: ignore[arg-type]
-    assert loss._take(0) and loss._take(0) and not loss._take(0)
-    assert not loss._take(3)  # another api
-    loss._unarm()  # a chosen request's connection died before its response
-    assert loss._take(0)
+    write = parse_request_header(produce(1)[4:])
+    assert loss._take(write) and loss._take(write) and not loss._take(write)
+    assert not loss._take(parse_request_header(request(3, 12, 2)[4:]))  # another api
+    loss._unchoose()  # a chosen request's connection died before its response
+    assert loss._take(write)
     loss._fired("p", 1)
     assert not loss.finished and loss.dropped == 1
     loss._fired("p", 2)
