@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .framing import (
     ERROR_PEEK,
     REQUEST_PEEK,
+    Frame,
     FrameScanner,
     FramingError,
     RequestHeader,
@@ -201,15 +202,23 @@ class _Link:
         except OSError:
             self.close()  # the broker is down: the client sees its connection closed
 
+    def _frames(self, scanner: FrameScanner, data: bytes) -> tuple[int, list[Frame]] | None:
+        """The stream offset of ``data`` and the frames whose head it completes; None
+        (and the link closed) when the bytes are not Kafka framing."""
+        base = scanner.pos
+        try:
+            return base, scanner.feed(data)
+        except FramingError:
+            self.close()
+            return None
+
     # -- client -> broker
     def from_client(self, data: bytes) -> None:
         proxy = self.proxy
-        base = self.requests.pos
-        try:
-            frames = self.requests.feed(data)
-        except FramingError:
-            self.close()
+        scanned = self._frames(self.requests, data)
+        if scanned is None:
             return
+        base, frames = scanned
         for frame in frames:
             try:
                 head = parse_request_header(frame.head)
@@ -266,7 +275,7 @@ class _Link:
     def release_hold(self, keep_paused: bool = False) -> None:
         """``heal`` before the target's response came: let everything through again."""
         if self.target is not None:
-            self.target[1]._unarm()
+            self.target[1]._unchoose()
             cid = self.target[0]
             if cid in self.inflight:
                 self.inflight[cid] = (self.inflight[cid][0], None)
@@ -284,12 +293,10 @@ class _Link:
     # -- broker -> client
     def from_broker(self, data: bytes) -> None:
         proxy = self.proxy
-        base = self.responses.pos
-        try:
-            frames = self.responses.feed(data)
-        except FramingError:
-            self.close()
+        scanned = self._frames(self.responses, data)
+        if scanned is None:
             return
+        base, frames = scanned
         for frame in frames:
             cid = parse_response_correlation(frame.head)
             key, loss = self._pop_request(cid)
@@ -330,7 +337,7 @@ class _Link:
         self.to_broker.cancel()
         self.to_client.cancel()
         if self.target is not None:  # the chosen ack never came back: choose again
-            self.target[1]._unarm()
+            self.target[1]._unchoose()
             self.target = None
         if self.holding is not None:  # the held frame never came whole: choose again
             self.holding[0]._unchoose()
