@@ -98,7 +98,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def _fake_broker() -> tuple[socket.socket, int]:
-    """Answers every request frame with an 8-byte response carrying its correlation id."""
+    """Answers every request frame with an 8-byte response carrying its correlation id.
+
+    Not the unit tests' FakeBroker (tests/unit/conftest.py): that one reads each frame
+    whole, parses and records it; this one skips bodies as they stream past, so the
+    proxy, not the fake, is what the figures measure, and the bench imports no test code.
+    """
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()

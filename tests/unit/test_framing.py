@@ -1,8 +1,9 @@
 """The fault proxy without Kafka: framing on hand-made bytes, faults on a fake broker.
 
-The fake broker speaks just enough Kafka framing to answer each request with a response
-carrying its correlation id, and records what reached it, so every fault can be checked
-byte for byte in milliseconds.
+The fake broker (``broker``, and ``proxy`` in front of it: tests/unit/conftest.py)
+speaks just enough Kafka framing to answer each request with a response carrying its
+correlation id, and records what reached it, so every fault can be checked byte for
+byte in milliseconds.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 import random
 import socket
 import struct
-import threading
 import time
 
 import pytest
 
+from deliverylab.cluster import free_ports
 from deliverylab.errors import BadValue
 from deliverylab.framing import (
     API_KEYS,
@@ -247,84 +248,6 @@ def test_ack_loss_budget_is_shared_and_rearmed():
 # --- faults on a fake broker -----------------------------------------------------------
 
 
-class FakeBroker:
-    """Answers each request with ``response(cid)`` (none for Produce acks=0)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.port = self.sock.getsockname()[1]
-        self.received: list[tuple[str, int]] = []
-        self.payload_bytes = 0
-        self.answers: dict[int, bytes] = {}  # api key -> response payload after the cid
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            while True:
-                size_raw = recv_exact(conn, 4)
-                if size_raw is None:
-                    return
-                body = recv_exact(conn, struct.unpack(">i", size_raw)[0])
-                if body is None:
-                    return
-                head = parse_request_header(body)
-                with self.lock:
-                    self.received.append((head.api, head.correlation_id))
-                    self.payload_bytes += len(body)
-                if head.expects_response:
-                    try:
-                        conn.sendall(response(head.correlation_id,
-                                              self.answers.get(head.api_key, b"r" * 10)))
-                    except OSError:
-                        return
-
-    def cids(self) -> list[int]:
-        with self.lock:
-            return [cid for _, cid in self.received]
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def recv_exact(conn: socket.socket, n: int) -> bytes | None:
-    buf = b""
-    while len(buf) < n:
-        try:
-            part = conn.recv(n - len(buf))
-        except OSError:
-            return None
-        if not part:
-            return None
-        buf += part
-    return buf
-
-
-def read_responses(conn: socket.socket, count: int, timeout: float = 2.0) -> list[int] | None:
-    """Correlation ids of ``count`` responses; None if the connection closed first."""
-    conn.settimeout(timeout)
-    cids = []
-    for _ in range(count):
-        raw = recv_exact(conn, 4)
-        if raw is None:
-            return None
-        body = recv_exact(conn, struct.unpack(">i", raw)[0])
-        if body is None:
-            return None
-        cids.append(parse_response_correlation(body))
-    return cids
-
-
 def closed_by_peer(conn: socket.socket, timeout: float = 2.0) -> bool:
     conn.settimeout(timeout)
     try:
@@ -344,18 +267,6 @@ def silent(conn: socket.socket, wait: float = 0.3) -> bool:
         return True
 
 
-@pytest.fixture
-def setup():
-    broker = FakeBroker()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proxy = Proxy(listen_port=port, target_port=broker.port, name="proxy-test").start()
-    yield proxy, broker
-    proxy.stop()
-    broker.close()
-
-
 def connect(proxy: Proxy) -> socket.socket:
     return socket.create_connection(("127.0.0.1", proxy.listen_port), timeout=2)
 
@@ -369,12 +280,11 @@ def wait_for(probe, timeout: float = 2.0) -> bool:
     return probe()
 
 
-def test_ordinary_traffic_passes_unchanged(setup):
-    proxy, broker = setup
+def test_ordinary_traffic_passes_unchanged(proxy, broker):
     big = produce(2, payload=bytes(range(256)) * 4096)  # 1 MB, arrives in many chunks
     with connect(proxy) as c:
         c.sendall(request(18, 3, 1) + big + request(3, 12, 3))
-        assert read_responses(c, 3) == [1, 2, 3]
+        assert broker.responses(c, 3) == [1, 2, 3]
     assert broker.payload_bytes == len(request(18, 3, 1)) + len(big) + len(request(3, 12, 3)) - 12
     stats = proxy.stats()
     assert stats["requests"] == {"Produce": 1, "Metadata": 1, "ApiVersions": 1}
@@ -382,13 +292,12 @@ def test_ordinary_traffic_passes_unchanged(setup):
     assert stats["acks_dropped"] == 0 and stats["faults"] == []
 
 
-def test_lose_acks_drops_exactly_the_chosen_response(setup):
-    proxy, broker = setup
+def test_lose_acks_drops_exactly_the_chosen_response(proxy, broker):
     loss = proxy.lose_acks(1, "Produce")
     with connect(proxy) as c:
         # Pipelined: a Metadata, the target Produce, and two more Produce behind it.
         c.sendall(request(3, 12, 1) + produce(2) + produce(3) + produce(4))
-        assert read_responses(c, 1) == [1]  # the response before the target passes
+        assert broker.responses(c, 1) == [1]  # the response before the target passes
         assert closed_by_peer(c)  # then the link closes: no ack for cid 2
     assert loss.wait(2) and loss.dropped == 1 and loss.dropped_ids == [("proxy-test", 2)]
     # Requests pipelined after the target never reached the broker: a retry of them
@@ -396,17 +305,16 @@ def test_lose_acks_drops_exactly_the_chosen_response(setup):
     assert broker.cids() == [1, 2]
     with connect(proxy) as c:  # the fault is spent: the client's retries pass
         c.sendall(produce(2) + produce(3) + produce(4))
-        assert read_responses(c, 3) == [2, 3, 4]
+        assert broker.responses(c, 3) == [2, 3, 4]
     assert broker.cids() == [1, 2, 2, 3, 4]
     assert proxy.stats()["acks_dropped"] == 1
 
 
-def test_lose_acks_skips_acks0_and_other_apis(setup):
-    proxy, broker = setup
+def test_lose_acks_skips_acks0_and_other_apis(proxy, broker):
     loss = proxy.lose_acks(2, "Produce")
     with connect(proxy) as c:
         c.sendall(produce(1, acks=0) + request(3, 12, 2) + produce(3, acks=1, version=9))
-        assert read_responses(c, 1) == [2]
+        assert broker.responses(c, 1) == [2]
         assert closed_by_peer(c)
     assert broker.cids() == [1, 2, 3]
     assert loss.dropped == 1 and not loss.done
@@ -416,61 +324,45 @@ def test_lose_acks_skips_acks0_and_other_apis(setup):
     assert loss.wait(1) and "lose_acks" not in proxy.faults()
 
 
-def test_lose_acks_for_one_client_only(setup):
-    proxy, broker = setup
+def test_lose_acks_for_one_client_only(proxy, broker):
     loss = proxy.lose_acks(1, client_id="victim")
     with connect(proxy) as other, connect(proxy) as victim:
         other.sendall(produce(1, client_id="workload", version=9))
-        assert read_responses(other, 1) == [1]
+        assert broker.responses(other, 1) == [1]
         victim.sendall(produce(2, client_id="victim", version=9))
         assert closed_by_peer(victim)
         other.sendall(produce(3, client_id="workload"))
-        assert read_responses(other, 1) == [3]
+        assert broker.responses(other, 1) == [3]
     assert loss.dropped_ids == [("proxy-test", 2)]
 
 
-def test_ack_loss_shared_by_two_proxies():
-    brokers = [FakeBroker(), FakeBroker()]
-    ports = []
-    for _ in brokers:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
-    proxies = [Proxy(p, b.port, name=f"p{i}").start() for i, (p, b) in enumerate(
-        zip(ports, brokers, strict=True))]
-    try:
+def test_ack_loss_shared_by_two_proxies(proxy, broker):
+    with Proxy(free_ports(1)[0], broker.port, name="other") as other:
         loss = AckLoss(1)
-        for p in proxies:
+        for p in (proxy, other):
             p.arm(loss)
-        with connect(proxies[1]) as c:
+        with connect(other) as c:
             c.sendall(produce(1))
             assert closed_by_peer(c)
-        with connect(proxies[0]) as c:  # the budget is spent everywhere
+        with connect(proxy) as c:  # the budget is spent everywhere
             c.sendall(produce(1))
-            assert read_responses(c, 1) == [1]
-        assert loss.dropped_ids == [("p1", 1)]
-    finally:
-        for p in proxies:
-            p.stop()
-        for b in brokers:
-            b.close()
+            assert broker.responses(c, 1) == [1]
+        assert loss.dropped_ids == [("other", 1)]
 
 
-def test_heal_cancels_pending_lost_acks(setup):
-    proxy, _ = setup
+def test_heal_cancels_pending_lost_acks(proxy, broker):
     loss = proxy.lose_acks(1)
     proxy.heal()
     with connect(proxy) as c:
         c.sendall(produce(1))
-        assert read_responses(c, 1) == [1]
+        assert broker.responses(c, 1) == [1]
     assert loss.dropped == 0 and proxy.faults() == []
 
 
-def test_blackhole_stalls_then_heal_delivers(setup):
-    proxy, broker = setup
+def test_blackhole_stalls_then_heal_delivers(proxy, broker):
     with connect(proxy) as c:
         c.sendall(request(18, 3, 1))
-        assert read_responses(c, 1) == [1]
+        assert broker.responses(c, 1) == [1]
         proxy.blackhole()
         assert proxy.faults() == ["blackhole"]
         c.sendall(request(3, 12, 2))
@@ -479,24 +371,23 @@ def test_blackhole_stalls_then_heal_delivers(setup):
             assert silent(c) and silent(late)
             assert broker.cids() == [1]
             proxy.heal()
-            assert read_responses(c, 1) == [2]
-            assert read_responses(late, 1) == [7]
+            assert broker.responses(c, 1) == [2]
+            assert broker.responses(late, 1) == [7]
 
 
-def test_delay_holds_bytes_in_order(setup):
-    proxy, _ = setup
+def test_delay_holds_bytes_in_order(proxy, broker):
     with connect(proxy) as c:
         c.sendall(request(18, 3, 1))
-        assert read_responses(c, 1) == [1]
+        assert broker.responses(c, 1) == [1]
         proxy.delay(250, "to_client")
         t0 = time.monotonic()
         c.sendall(request(3, 12, 2) + request(3, 12, 3))
-        assert read_responses(c, 2) == [2, 3]
+        assert broker.responses(c, 2) == [2, 3]
         assert time.monotonic() - t0 >= 0.24
         proxy.heal()
         t0 = time.monotonic()
         c.sendall(request(3, 12, 4))
-        assert read_responses(c, 1) == [4]
+        assert broker.responses(c, 1) == [4]
         assert time.monotonic() - t0 < 0.2
     with pytest.raises(BadValue, match="to_broker"):
         proxy.delay(10, "sideways")
@@ -504,26 +395,20 @@ def test_delay_holds_bytes_in_order(setup):
         proxy.delay(-1)
 
 
-def test_reset_drops_live_connections(setup):
-    proxy, _ = setup
+def test_reset_drops_live_connections(proxy, broker):
     with connect(proxy) as c:
         c.sendall(request(18, 3, 1))
-        assert read_responses(c, 1) == [1]
+        assert broker.responses(c, 1) == [1]
         assert proxy.reset() == 1
         assert closed_by_peer(c)
     assert wait_for(lambda: proxy.stats()["connections_open"] == 0)
     with connect(proxy) as c:  # new connections work as before
         c.sendall(request(18, 3, 2))
-        assert read_responses(c, 1) == [2]
+        assert broker.responses(c, 1) == [2]
 
 
 def test_dead_broker_closes_client_connections():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead_port = s.getsockname()[1]  # nothing listens there
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port, dead_port = free_ports(2)  # nothing listens on dead_port
     with Proxy(port, dead_port) as proxy, connect(proxy) as c:
         assert closed_by_peer(c)
 
@@ -596,14 +481,13 @@ def test_hold_budget_skip_and_client_filter():
         Hold(skip=-1)
 
 
-def test_hold_keeps_a_request_from_the_broker_and_injects_it_later(setup):
-    proxy, broker = setup
+def test_hold_keeps_a_request_from_the_broker_and_injects_it_later(proxy, broker):
     broker.answers[26] = throttle_error(48)  # the broker refuses the late EndTxn
     hold = proxy.hold("EndTxn")
     end_txn = request(26, 1, 2, body=b"txn-id-and-more")
     with connect(proxy) as c:
         c.sendall(request(3, 12, 1) + end_txn + request(3, 12, 3))
-        assert read_responses(c, 1) == [1]  # what came before the held request passes
+        assert broker.responses(c, 1) == [1]  # what came before the held request passes
         assert silent(c)  # then nothing: the client waits, as for a lost packet
         assert hold.wait(2) and broker.cids() == [1]  # nothing behind it went on either
         assert hold.held[0].frame == end_txn and "hold" not in proxy.faults()
@@ -612,40 +496,37 @@ def test_hold_keeps_a_request_from_the_broker_and_injects_it_later(setup):
     assert hold.held[0].how == "injected"
 
 
-def test_hold_release_sends_a_late_retry_on_the_clients_connection(setup):
-    proxy, broker = setup
+def test_hold_release_sends_a_late_retry_on_the_clients_connection(proxy, broker):
     broker.answers[0] = produce_answer(0, version=9)
     hold = proxy.hold("Produce", skip=1, client_id="victim")
     big = produce(3, version=9, payload=b"x" * 300_000, client_id="victim")
     with connect(proxy) as c:
         c.sendall(produce(2, version=9, client_id="victim"))  # skipped: passes
-        assert read_responses(c, 1) == [2]
+        assert broker.responses(c, 1) == [2]
         c.sendall(big + request(3, 12, 4))  # held whole, across many chunks
         assert hold.wait(2) and silent(c) and broker.cids() == [2]
         assert hold.held[0].frame == big
         assert hold.release() == ["NONE"]  # the late request took effect
-        assert read_responses(c, 2) == [3, 4]  # the client hears back after all
+        assert broker.responses(c, 2) == [3, 4]  # the client hears back after all
     assert broker.cids() == [2, 3, 4]
 
 
-def test_heal_lets_a_held_request_go_on(setup):
-    proxy, broker = setup
+def test_heal_lets_a_held_request_go_on(proxy, broker):
     hold = proxy.hold("Produce")
     with connect(proxy) as c:
         c.sendall(produce(1))
         assert hold.wait(2) and silent(c)
         proxy.heal()
-        assert read_responses(c, 1) == [1]
+        assert broker.responses(c, 1) == [1]
     assert broker.cids() == [1] and proxy.faults() == []
 
 
-def test_nemesis_hold_and_inject_are_fault_ops(setup):
+def test_nemesis_hold_and_inject_are_fault_ops(proxy, broker):
     from types import SimpleNamespace
 
     from deliverylab.history import History
     from deliverylab.nemesis import Nemesis, NemesisError
 
-    proxy, broker = setup
     broker.answers[26] = throttle_error(0)
     history = History()
     nemesis = Nemesis(SimpleNamespace(proxies={1: proxy}, nodes=[1]), history)
@@ -662,8 +543,7 @@ def test_nemesis_hold_and_inject_are_fault_ops(setup):
     assert broker.cids() == [7]
 
 
-def test_release_after_the_client_left_uses_the_kept_broker_connection(setup):
-    proxy, broker = setup
+def test_release_after_the_client_left_uses_the_kept_broker_connection(proxy, broker):
     broker.answers[26] = throttle_error(0)
     hold = proxy.hold("EndTxn")
     with connect(proxy) as c:

@@ -1,8 +1,9 @@
 """The fault proxy's process: handles kept current across the pipe, and the process's
 lifetime (it ends with the last proxy, and with its owner however the owner dies).
 
-The faults themselves on a fake broker are in test_framing.py; what a lost ack or a
-late request *does* to Kafka is checked on real brokers in tests/integration.
+The faults themselves on the fake broker (``broker`` and ``proxy``, from
+tests/unit/conftest.py) are in test_framing.py; what a lost ack or a late request *does*
+to Kafka is checked on real brokers in tests/integration.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from deliverylab.cluster import free_ports
 from deliverylab.errors import LabError
 from deliverylab.proxy import AckLoss, Proxy
 
@@ -27,71 +27,10 @@ END_TXN = 26
 LIB = str(Path(__file__).resolve().parents[2] / "lib")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def broker() -> Iterator[tuple[int, list[int]]]:
-    """Answers each request with ``correlation id, throttle 0, error 0``; records the
-    correlation ids it saw, in order."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    seen: list[int] = []
-
-    def serve(conn: socket.socket) -> None:
-        buf = b""
-        with conn:
-            while chunk := conn.recv(1 << 16):
-                buf += chunk
-                while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">i", buf[:4])[0]:
-                    size = struct.unpack(">i", buf[:4])[0]
-                    cid = struct.unpack(">i", buf[8:12])[0]
-                    buf = buf[4 + size:]
-                    seen.append(cid)
-                    conn.sendall(struct.pack(">iiih", 10, cid, 0, 0))
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield server.getsockname()[1], seen
-    server.close()
-
-
-@pytest.fixture
-def proxy(broker: tuple[int, list[int]]) -> Iterator[Proxy]:
-    with Proxy(free_port(), broker[0], name="proxy-t") as p:
-        yield p
-
-
 def request(cid: int, key: int = END_TXN, client: str = "c1", payload: bytes = b"") -> bytes:
     name = client.encode()
     body = struct.pack(">hhih", key, 0, cid, len(name)) + name + payload
     return struct.pack(">i", len(body)) + body
-
-
-def answers(conn: socket.socket, count: int, timeout: float = 5.0) -> list[int]:
-    """Correlation ids of the next ``count`` responses (fewer if the link closed)."""
-    conn.settimeout(timeout)
-    buf, out = b"", []
-    while len(out) < count:
-        chunk = conn.recv(1 << 16)
-        if not chunk:
-            break
-        buf += chunk
-        while len(buf) >= 14:
-            out.append(struct.unpack(">i", buf[4:8])[0])
-            buf = buf[14:]
-    return out
 
 
 def connect(p: Proxy) -> socket.socket:
@@ -107,8 +46,8 @@ def test_cancelling_a_handle_reaches_the_proxy_process(proxy: Proxy, broker):
     assert proxy.faults() == []
     with connect(proxy) as conn:
         conn.sendall(request(1))
-        assert answers(conn, 1) == [1]
-    assert loss.dropped == 0 and not hold.held and broker[1] == [1]
+        assert broker.responses(conn, 1) == [1]
+    assert loss.dropped == 0 and not hold.held and broker.cids() == [1]
     early = AckLoss(1, "EndTxn")
     early.cancel()  # cancelled before it was armed: it never fires either
     proxy.arm(early)
@@ -116,7 +55,7 @@ def test_cancelling_a_handle_reaches_the_proxy_process(proxy: Proxy, broker):
 
 
 def test_a_stopped_proxy_says_so(broker):
-    stopped = Proxy(free_port(), broker[0])
+    stopped = Proxy(free_ports(1)[0], broker.port)
     with pytest.raises(LabError, match="not running"):
         stopped.stats()
     with pytest.raises(LabError, match="not running"):
@@ -147,8 +86,8 @@ def gone(pid: int, within: float) -> bool:
 
 
 def test_the_proxy_process_dies_with_its_owner(broker):
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, LIB, str(free_port()),
-                              str(broker[0])], stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, LIB, str(free_ports(1)[0]),
+                              str(broker.port)], stdout=subprocess.PIPE, text=True)
     try:
         child = int(owner.stdout.readline())
         os.kill(owner.pid, signal.SIGKILL)  # a kernel restart: no cleanup code runs
@@ -173,7 +112,7 @@ print(child.proc.pid, child.proc.poll() is not None and _Child._instance is None
 def test_the_proxy_process_ends_with_the_last_proxy(broker):
     # In a Python process of its own: in this one, proxies of other tests' clusters
     # (session fixtures) may still be users of the shared child.
-    out = subprocess.run([sys.executable, "-c", LAST, LIB, str(free_port()), str(broker[0])],
+    out = subprocess.run([sys.executable, "-c", LAST, LIB, str(free_ports(1)[0]), str(broker.port)],
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     pid, ended = out.stdout.split()
