@@ -157,10 +157,10 @@ class Held:
 # --- one proxy ------------------------------------------------------------------------
 
 
-B = TypeVar("B", bound=Budget)
+_B = TypeVar("_B", bound=Budget)
 
 
-def _first_taker(budgets: list[B], head: RequestHeader) -> B | None:
+def _first_taker(budgets: list[_B], head: RequestHeader) -> _B | None:
     """The first budget still open that chooses ``head``; finished ones are dropped
     from ``budgets`` (in place: it is the engine's own list)."""
     budgets[:] = [b for b in budgets if not b.finished]
