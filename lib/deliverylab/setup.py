@@ -16,41 +16,56 @@ import shutil
 import sys
 import time
 
-from . import jars
+from . import jars, tools
 from .download import fill
 from .errors import LabError
 from .java import find_java
 
 
-def build_class_archive() -> None:
-    """Record the classes a broker loads into a CDS archive, once (see ``class_archive``).
+def build_class_archives(tools_too: bool = True) -> None:
+    """Record the class-data-sharing archives, once: the broker's (``class_archive``)
+    and, with ``tools_too``, Kafka's tools' (``tools.class_archive``).
 
-    A one-node cluster is started with ``-XX:ArchiveClassesAtExit`` and stopped with a
-    SIGTERM (``keep_data``), so the JVM exits normally and writes the archive. Written
+    A one-node cluster is started -- for the broker's, with ``-XX:ArchiveClassesAtExit``
+    -- a tool is recorded against it, and the broker is stopped with a SIGTERM
+    (``keep_data``) so the JVM exits normally and writes its archive. Each is written
     beside its final name and renamed, so a half-written archive is never used.
     """
     from .cluster import Cluster
     from .cluster.local import class_archive
 
     final = class_archive()
-    if final.exists():
-        print(f"broker class archive: {final}")
+    wanted = {"broker": final, **({"tools": tools.class_archive()} if tools_too else {})}
+    for what, path in wanted.items():
+        if path.exists():
+            print(f"{what} class archive: {path}")
+    if all(path.exists() for path in wanted.values()):
         return
     t0 = time.monotonic()
-    print("broker class archive: recording (starts one broker once)...", flush=True)
+    missing = [what for what, path in wanted.items() if not path.exists()]
+    print(f"{' and '.join(missing)} class archive: recording (starts one broker once)...",
+          flush=True)
     partial = final.with_suffix(".partial.jsa")
     partial.unlink(missing_ok=True)
-    cluster = Cluster(brokers=1, keep_data=True,
-                      jvm_opts=[f"-XX:ArchiveClassesAtExit={partial}"])
+    record_broker = not final.exists()
+    cluster = Cluster(brokers=1, keep_data=True, jvm_opts=(
+        [f"-XX:ArchiveClassesAtExit={partial}"] if record_broker else []))
     try:
         cluster.start()
-        # The JVM writes the archive (tens of MB) while it exits: give it time, since
-        # stop() would SIGKILL a node that takes longer than a normal shutdown.
-        cluster.backend.signal(1, "term")
-        cluster.backend.wait_exit(1, 180)
+        if "tools" in missing:
+            got = tools.record_class_archive(cluster.bootstrap_servers)
+            print(f"tools class archive: {got}" if got else
+                  "tools class archive: the JVM wrote none; tools will start without it")
+        if record_broker:
+            # The JVM writes the archive (tens of MB) while it exits: give it time,
+            # since stop() would SIGKILL a node that takes longer than a normal shutdown.
+            cluster.backend.signal(1, "term")
+            cluster.backend.wait_exit(1, 180)
     finally:
         cluster.stop()
         shutil.rmtree(cluster.workdir, ignore_errors=True)
+    if not record_broker:
+        return
     if partial.exists():
         partial.rename(final)
         print(f"broker class archive: {final} ({time.monotonic() - t0:.1f}s)")
@@ -63,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--components", nargs="+", default=list(jars.DEFAULT_COMPONENTS),
                         choices=list(jars.COMPONENTS), help="jar sets to fill (default: all)")
     parser.add_argument("--no-archive", action="store_true",
-                        help="do not record the broker class archive (starts a broker)")
+                        help="do not record the class archives (starts a broker)")
     args = parser.parse_args(argv)
     try:
         print(f"java: {find_java()}")
@@ -74,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jars: {len(got)} downloaded, all checksums match the pins "
               f"({time.monotonic() - t0:.1f}s)")
         if "kafka" in args.components and not args.no_archive:
-            build_class_archive()
+            build_class_archives(tools_too="tools" in args.components)
     except LabError as exc:
         print(f"setup failed: {exc}", file=sys.stderr)
         return 1

@@ -114,3 +114,30 @@ def test_python_m_launcher_passes_the_exit_code_through(cluster1):
                            "--no-such-option"], capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "PYTHONPATH": LIB})
     assert proc.returncode != 0 and "no-such-option" in proc.stderr
+
+
+def test_a_tool_maps_the_class_archive_recorded_against_a_broker(cluster1, tmp_path):
+    """``-Xshare:on`` makes a JVM that cannot map its archive exit non-zero, so a tool
+    answering here really loaded its classes from the recorded archive."""
+    archive = tools.record_class_archive(cluster1.bootstrap_servers, tmp_path / "t.jsa")
+    assert archive is not None and archive.stat().st_size > 1_000_000
+    cmd = tools.java_command("kafka-transactions", "--bootstrap-server",
+                             cluster1.bootstrap_servers, "list",
+                             jvm_opts=("-Xshare:on", f"-XX:SharedArchiveFile={archive}"))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "TransactionalId" in done.stdout
+    # The JVM takes the last of a repeated flag: jvm_opts come after setup's archive.
+    missing = tools.java_command("kafka-topics", "--version", jvm_opts=(
+        "-Xshare:on", f"-XX:SharedArchiveFile={tmp_path / 'none.jsa'}"))
+    assert subprocess.run(missing, capture_output=True, timeout=120).returncode != 0
+
+
+def test_setup_recorded_the_archive_every_tool_run_uses():
+    """``make setup`` (which ``make test`` runs first) records it into the cache."""
+    assert tools.class_archive().exists(), "make setup records it: run `make setup`"
+    cmd = tools.java_command("kafka-topics", "--version", jvm_opts=("-Xshare:on",))
+    assert f"-XX:SharedArchiveFile={tools.class_archive()}" in cmd
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == jars.KAFKA_VERSION, done.stderr
+
