@@ -467,9 +467,10 @@ def parse_hanging(text: str) -> list[dict[str, Any]]:
     """
     lines = [ln.split() for ln in text.strip().splitlines() if ln.strip()]
     head = list(HANGING_COLUMNS)
-    if not lines or lines[0] != head:
+    if head not in lines:
         expected = f"its header line ({' '.join(head)})"
     else:
+        lines = lines[lines.index(head):]  # after what the JVM may print first (warnings)
         bad = next((row for row in lines[1:] if len(row) != len(head)), None)
         expected = "" if bad is None else (f"rows of {len(head)} columns under its header, "
                                            f"not {' '.join(bad)!r}")

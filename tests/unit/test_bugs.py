@@ -126,6 +126,8 @@ def test_find_hanging_output_is_parsed():
                      "LastTimestamp": "1795451329270", "Duration(min)": "0"}]
     header = text.splitlines()[0] + "\n"
     assert bugs.parse_hanging(header) == []  # what 4.1.1 prints when nothing hangs
+    warned = "OpenJDK 64-Bit Server VM warning: Sharing is only supported for boot loader\n"
+    assert bugs.parse_hanging(warned + text) == rows  # the JVM may print to stdout first
 
 
 @pytest.mark.parametrize("output,expected", [
