@@ -126,6 +126,25 @@ class Reproduction:
             return len(self.notes.get(HUNG, []))
         return self.result.counts.get(anomaly, 0)
 
+    def after_repair(self) -> list[dict[str, int]]:
+        """The hung partition's bounds after ``kafka-transactions abort`` freed it
+        (:func:`hanging_transaction` with ``repair``).
+
+        Why a method: a run where nothing hung repaired nothing, and a chapter asking
+        for the repair then deserves the reason, not a ``KeyError``.
+        """
+        if "after_repair" in self.notes:
+            return self.notes["after_repair"]
+        if self.bug != "hanging_transaction":
+            why = "only a hanging_transaction run repairs anything"
+        elif not self.notes.get(HUNG):
+            why = (f"no partition hung (the late write was answered "
+                   f"{', '.join(map(str, self.late)) or 'never'}), so nothing was repaired")
+        else:
+            why = "it ran with repair=False"
+        raise LabError(f"{self.bug} ({self.variant}) on topic {self.topic} has no state "
+                       f"after a repair: {why}")
+
     def summary(self) -> str:
         b = BUGS[self.bug]
         return (f"{b.title} ({self.variant}): {self.anomalies} {b.anomaly}; the late "
@@ -432,13 +451,33 @@ def hung_partitions(history: Any, bounds: list[dict[str, int]]) -> list[dict[str
     return [b for b in bounds if b["last_stable_offset"] < b["high_watermark"]]
 
 
+#: The header ``kafka-transactions find-hanging`` (Kafka 4.1.1) prints, with no rows
+#: below it when nothing hangs.
+HANGING_COLUMNS = ("Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
+                   "StartOffset", "LastTimestamp", "Duration(min)")
+
+
 def parse_hanging(text: str) -> list[dict[str, Any]]:
-    """Rows of ``kafka-transactions find-hanging`` (header line, then one row each)."""
+    """Rows of ``kafka-transactions find-hanging``: its header line, then one row per
+    hanging transaction (none: nothing hangs).
+
+    Why it raises on anything else: an empty list is the claim "nothing hangs", the very
+    verdict of the fixed variant, so output in a shape it does not know (another Kafka
+    version, an error text on standard output, nothing at all) must not read as one.
+    """
     lines = [ln.split() for ln in text.strip().splitlines() if ln.strip()]
-    if not lines or lines[0][:2] != ["Topic", "Partition"]:
-        return []
-    head = lines[0]
-    return [dict(zip(head, row, strict=False)) for row in lines[1:] if len(row) >= 6]
+    head = list(HANGING_COLUMNS)
+    if head not in lines:
+        expected = f"its header line ({' '.join(head)})"
+    else:
+        lines = lines[lines.index(head):]  # after what the JVM may print first (warnings)
+        bad = next((row for row in lines[1:] if len(row) != len(head)), None)
+        expected = "" if bad is None else (f"rows of {len(head)} columns under its header, "
+                                           f"not {' '.join(bad)!r}")
+    if expected:
+        raise LabError(f"kafka-transactions find-hanging printed what the lab cannot read: "
+                       f"expected {expected}; it printed {' '.join(text.split())[:120]!r}")
+    return [dict(zip(head, row, strict=True)) for row in lines[1:]]
 
 
 def hanging_transaction(cluster: Any, verification: bool = False,

@@ -134,24 +134,43 @@ class Hold(FaultHandle):
             return self._cond.wait_for(
                 lambda: all(h.error is not None for h in self.held if h.how), timeout)
 
-    def release(self, timeout: float = 10.0) -> list[str | None]:
+    def release(self, timeout: float = 10.0) -> list[str]:
         """Forward every held request on its client's connection (or inject it when the
-        client gave up), wait for the broker's answers and return their error names."""
+        client gave up), wait for the broker's answers and return their error names.
+
+        Raises ``LabError`` when not every answer came within ``timeout``."""
         self.cancel()
         for held in list(self.held):
             if not held.how:
                 self._sent(held, _proxy_of(held)._release(held))
-        self.wait_answers(timeout)
-        return self.errors
+        return self._answers("release", timeout)
 
-    def inject(self, timeout: float = 10.0) -> list[str | None]:
+    def inject(self, timeout: float = 10.0) -> list[str]:
         """Send every held request to the broker on the proxy's own connection; return
         the broker's error names (``NONE``: the late request took effect)."""
         self.cancel()
         for held in list(self.held):
             if not held.how:
                 _proxy_of(held)._inject(held, timeout)
-        return self.errors
+        return self._answers("inject", timeout)
+
+    def _answers(self, verb: str, timeout: float) -> list[str]:
+        """The broker's answer to every held request sent on, once all came.
+
+        Why it raises: the answers are the evidence (``NONE``: the late request took
+        effect); a list with a gap for an answer still on its way would be read as
+        "it had no effect", or recorded as such in the History.
+        """
+        self.wait_answers(timeout)
+        with self._cond:
+            answers = [h.error for h in self.held if h.how]
+        got = [e for e in answers if e is not None]
+        if len(got) < len(answers):
+            raise LabError(f"Hold.{verb}: the broker answered {len(got)} of {len(answers)} "
+                           f"held {self.api} request(s) within {timeout:g} s (answers so "
+                           f"far: {', '.join(got) or 'none'}); a broker or proxy may be "
+                           "stuck: look at the broker's log, or allow a longer timeout")
+        return got
 
     def _spec(self) -> tuple:
         """What the proxy process needs to spend this budget (``Proxy.arm_hold``)."""

@@ -72,7 +72,7 @@ def test_a_late_write_without_verification_hangs_its_partition_every_time(cluste
         assert r.late == ["NONE"] and r.notes["abort"] == "ok"
         assert r.notes["read_committed_sees"] == 0 and r.notes["read_uncommitted_sees"] == 1
         assert len(r.notes["find_hanging"]) == 1  # Kafka's own tool lists it
-        after = r.notes["after_repair"][0]  # kafka-transactions abort cleared it
+        after = r.after_repair()[0]  # kafka-transactions abort cleared it
         assert after["last_stable_offset"] == after["high_watermark"]
 
 

@@ -124,8 +124,46 @@ def test_find_hanging_output_is_parsed():
     assert rows == [{"Topic": "hanging-1", "Partition": "0", "ProducerId": "7",
                      "ProducerEpoch": "0", "CoordinatorEpoch": "0", "StartOffset": "1",
                      "LastTimestamp": "1795451329270", "Duration(min)": "0"}]
-    assert bugs.parse_hanging("Topic\tPartition\tProducerId\n") == []
-    assert bugs.parse_hanging("") == []
+    header = text.splitlines()[0] + "\n"
+    assert bugs.parse_hanging(header) == []  # what 4.1.1 prints when nothing hangs
+    warned = "OpenJDK 64-Bit Server VM warning: Sharing is only supported for boot loader\n"
+    assert bugs.parse_hanging(warned + text) == rows  # the JVM may print to stdout first
+
+
+@pytest.mark.parametrize("output,expected", [
+    ("", "header line"),  # nothing at all
+    ("Topic\tPartition\tProducerId\n", "header line"),  # another version's columns
+    ("Error: the broker is not available\n", "header line"),
+    ("Topic Partition ProducerId ProducerEpoch CoordinatorEpoch StartOffset LastTimestamp "
+     "Duration(min)\nhanging-1 0 7\n", "rows of 8 columns"),  # a row cut short
+])
+def test_find_hanging_output_it_cannot_read_is_an_error_not_nothing_hangs(output, expected):
+    """An empty list is the fixed variant's verdict: unreadable output must not be one."""
+    with pytest.raises(LabError, match=expected) as info:
+        bugs.parse_hanging(output)
+    message = str(info.value)
+    assert "\n" not in message and "Topic Partition ProducerId ProducerEpoch" in message
+    assert repr(" ".join(output.split())[:120]) in message  # the start of what came
+
+
+def test_after_repair_says_why_there_is_no_repair():
+    bounds = [{"partition": 0, "log_start_offset": 0, "high_watermark": 3,
+               "last_stable_offset": 3}]
+    stuck = [{**bounds[0], "last_stable_offset": 1}]
+    h = _txn_history(end=True)
+
+    def run(notes, bug="hanging_transaction", late=("NONE",)):
+        return bugs.Reproduction(bug, "bug", "t", h, [], C.check(h, []), list(late), 1.0,
+                                 notes)
+
+    assert run({bugs.HUNG: stuck, "after_repair": bounds}).after_repair() == bounds
+    for notes, late, why in (({bugs.HUNG: []}, ["NOT_ENOUGH_REPLICAS"], "no partition hung"),
+                             ({bugs.HUNG: stuck}, ["NONE"], "repair=False")):
+        with pytest.raises(LabError, match=why) as info:
+            run(notes, late=late).after_repair()
+        assert "\n" not in str(info.value) and "topic t" in str(info.value)
+    with pytest.raises(LabError, match="only a hanging_transaction run"):
+        run({}, bug="expired_producer").after_repair()
 
 
 class _Features:

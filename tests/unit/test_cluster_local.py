@@ -106,3 +106,49 @@ def test_another_kafka_build_is_formatted_anew(backend, tmp_path):
     backend.workdir = tmp_path / "b"
     backend.prepare(_spec(1, "b"))
     assert backend.formatted == ["1", "1"]
+
+
+def _entry(root: Path, name: str, age_days: float, now: float) -> Path:
+    import os
+
+    entry = root / name
+    entry.mkdir(parents=True)
+    (entry / "meta.properties").write_text("node.id=1\ncluster.id=x\ndirectory.id=d\n")
+    os.utime(entry, (now - age_days * 86400, now - age_days * 86400))
+    return entry
+
+
+def test_the_storage_cache_keeps_what_was_used_this_week_and_prunes_the_rest(tmp_path):
+    import time
+
+    root, now = tmp_path / "storage", time.time()
+    old = _entry(root, "node-1-aaaa", 8, now)  # a shape nobody started for 8 days
+    recent = _entry(root, "node-1-bbbb", 6, now)
+    used = _entry(root, "node-2-cccc", 30, now)
+    local.copy_storage(used, tmp_path / "cluster" / "data", "c1")  # used now: touched
+    dead_format = _entry(root, ".node-3-dddd-1234abcd", 8, now)  # a formatter that died
+    live_format = _entry(root, ".node-3-eeee-5678abcd", 0, now)  # one formatting now
+    half_pruned = _entry(root, ".prune-node-1-ffff-0000abcd", 0, now)  # a prune that died
+    gone = local.prune_storage(root, now=time.time())
+    assert sorted(gone) == sorted([old, dead_format, half_pruned])
+    assert sorted(root.iterdir()) == sorted([recent, used, live_format])
+    assert local.prune_storage(root / "missing") == []
+
+
+def test_the_storage_cache_is_pruned_by_the_first_look_of_a_process(tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.setenv("DELIVERYLAB_CACHE", str(tmp_path / "cache"))
+    stale = _entry(tmp_path / "cache" / "storage", "node-1-aaaa", 8, time.time())
+    assert local.storage_cache() == stale.parent and not stale.exists()
+    again = _entry(stale.parent, "node-1-bbbb", 8, time.time())
+    local.storage_cache()
+    assert again.exists(), "pruned once per process, not at every cluster start"
+
+
+def test_a_template_pruned_under_a_copy_is_one_clear_error(tmp_path):
+    from deliverylab.errors import LabError
+
+    with pytest.raises(LabError, match="removed while this cluster was copying it"):
+        local.copy_storage(tmp_path / "gone", tmp_path / "data", "c1")
+    assert not (tmp_path / "data").exists()

@@ -95,3 +95,20 @@ def test_the_readme_commands_pass_the_checks():
             else:
                 scope.update(yaml.safe_load(value))
         params.check(chapter, scope)
+
+
+@pytest.mark.parametrize("chapter", sorted(params.SPECS))
+def test_papermill_reads_every_line_of_the_parameters_cell(chapter, caplog):
+    """``papermill --help-notebook`` (and papermill's run log) infers the parameters from
+    the cell's lines: a line it cannot parse (a second ``=``, as in a ``>=`` inside a
+    comment) is logged "Unable to parse line" and its parameter left out of the help."""
+    import ast
+
+    import papermill
+
+    with caplog.at_level("WARNING", logger="papermill"):
+        found = papermill.inspect_notebook(str(LABS / f"{chapter}.ipynb"))
+    assert [r.getMessage() for r in caplog.records] == []
+    assert set(found) == set(params.SPECS[chapter])
+    scope = defaults(chapter)
+    assert {name: ast.literal_eval(p["default"]) for name, p in found.items()} == scope

@@ -262,16 +262,73 @@ class LocalBackend:
 MOVES_STORAGE = {"log.dirs", "log.dir", "metadata.log.dir"}
 
 
+#: A cached storage shape not used for this long is removed (:func:`prune_storage`).
+STORAGE_MAX_AGE_S = 7 * 86400
+_pruned: set[Path] = set()  # caches this process has pruned already
+
+
 def storage_cache() -> Path:
-    """Formatted storage per node shape (see :meth:`LocalBackend.prepare`)."""
-    return jars.cache_dir() / "storage"
+    """Formatted storage per node shape (see :meth:`LocalBackend.prepare`).
+
+    The first call in a process prunes it (:func:`prune_storage`): entries are keyed by
+    a digest of the shape, so every override, node count or Kafka build tried adds one,
+    and nothing else would ever remove them."""
+    root = jars.cache_dir() / "storage"
+    if root not in _pruned:
+        _pruned.add(root)
+        prune_storage(root)
+    return root
+
+
+def prune_storage(root: Path, max_age_s: float = STORAGE_MAX_AGE_S,
+                  now: float | None = None) -> list[Path]:
+    """Remove the cache entries not used for ``max_age_s`` (by modification time:
+    :func:`copy_storage` touches the entry it copies), and leftovers of a formatter or
+    a prune that died. Returns the entries removed.
+
+    Safe beside other processes: an entry is renamed away first (atomically) and then
+    deleted, so another process sees it whole or not at all (and then formats the shape
+    anew); an entry in use was touched seconds ago, not a week.
+    """
+    if not root.is_dir():
+        return []
+    now = time.time() if now is None else now
+    gone = []
+    for entry in root.iterdir():
+        try:
+            stale = (entry.name.startswith(".prune-")
+                     or now - entry.stat().st_mtime >= max_age_s)
+        except FileNotFoundError:
+            continue  # another process pruned it meanwhile
+        if not stale:
+            continue
+        trash = root / f".prune-{entry.name.removeprefix('.prune-')}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(entry, trash)
+        except OSError:
+            continue  # another process took it first
+        shutil.rmtree(trash, ignore_errors=True)
+        gone.append(entry)
+    return gone
 
 
 def copy_storage(template: Path, data: Path, cluster_id: str) -> None:
     """Copy formatted storage into ``data``, as this cluster's: ``cluster.id`` set, a
     fresh ``directory.id``, everything else (node.id, version, the bootstrap
-    checkpoint) as the storage tool wrote it."""
-    shutil.copytree(template, data)
+    checkpoint) as the storage tool wrote it. The cached ``template`` is touched: it
+    was used now, so :func:`prune_storage` keeps it."""
+    try:
+        os.utime(template)
+        shutil.copytree(template, data)
+    except (FileNotFoundError, shutil.Error) as exc:  # shutil.Error: files gone mid-copy
+        if template.exists():
+            raise
+        shutil.rmtree(data, ignore_errors=True)  # half a copy is no storage
+        from ..errors import LabError
+
+        raise LabError(f"the cached storage {template} was removed while this cluster "
+                       "was copying it (another process pruned the cache): start the "
+                       "cluster again") from exc
     meta = data / "meta.properties"
     lines = []
     for line in meta.read_text().splitlines():
