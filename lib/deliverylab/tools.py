@@ -41,8 +41,10 @@ TOOLS: dict[str, tuple[str, str, bool]] = {
     "kafka-dump-log": ("kafka", "kafka.tools.DumpLogSegments", False),
 }
 # A tool runs for seconds: optimise for start-up, keep the heap small beside brokers.
+# The JVM's own warnings (e.g. a class archive it cannot map) go to stderr, not into the
+# standard output the lab parses.
 JVM_OPTS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            "-Djava.awt.headless=true"]
+            "-Djava.awt.headless=true", "-Xlog:disable", "-Xlog:all=warning:stderr"]
 LOG_CONFIG = Path(__file__).parent / "resources" / "tools-log4j2.properties"
 
 
