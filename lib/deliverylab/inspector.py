@@ -48,10 +48,9 @@ DEFAULT_MASTER = "local[2]"
 #: The connector's entry point: loadable iff ``format("kafka")`` will work.
 _KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
-#: Spark's ``spark.sql.sources.useV1SourceList`` default without "kafka" (see _load_v2).
+#: Spark's ``spark.sql.sources.useV1SourceList`` default without "kafka" (see _start).
 _V1_LIST = "spark.sql.sources.useV1SourceList"
 _V1_SOURCES = "avro,csv,json,orc,parquet,text"
-_v1_list_lock = threading.Lock()
 
 #: A read of at least this many records is split so every core gets a share (_raw).
 _SPLIT_FROM = 100_000
@@ -175,6 +174,8 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
                 f"Python process (master {foreign.master}); Spark cannot add jars to a "
                 "running JVM. Call spark.stop() on it, or restart the kernel, and create "
                 "the Inspector first")
+        # Its settings are its owner's: useV1SourceList is left as they have it (our
+        # reads are then V1 scans, slower, same records).
         _say(f"reusing the SparkSession already running on {foreign.master}")
         return spark
 
@@ -197,6 +198,14 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")  # progress bars garble notebooks
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={_log_config()}")
+        # Batch reads of Kafka through the DataSource V2 scan (KafkaScan): the V1
+        # relation, Spark's default for "kafka", turns every record into an external Row
+        # and back (`internalCreateDataFrame(...).rdd`), a per-record cost the V2 reader
+        # does not pay (~0.5 s of the duplicates view over 1M records). Session-wide, so
+        # batch *writes* to Kafka take the V2 writer too, which refuses the default save
+        # mode (ErrorIfExists): streaming_sinks' Kafka sink says mode("append").
+        # Streaming reads and writes are V2 whatever this list says.
+        .config(_V1_LIST, _V1_SOURCES)
     )
     if master.startswith("local"):
         # The driver talks only to itself; the hostname may not resolve (or resolve
@@ -397,7 +406,7 @@ class Inspector:
         if records >= _SPLIT_FROM and len(bounds) % cores:
             reader = reader.option("minPartitions", str(len(bounds) * cores))
         try:
-            return self._load_v2(reader)
+            return reader.load()
         except Exception as exc:
             text = str(exc)
             if "Failed to find data source: kafka" in text or "DATA_SOURCE_NOT_FOUND" in text:
@@ -406,29 +415,6 @@ class Inspector:
                     "started without Kafka's connector (spark-sql-kafka-0-10). Restart the "
                     "kernel and create the Inspector before any other SparkSession") from exc
             raise
-
-    def _load_v2(self, reader: Any) -> DataFrame:
-        """``reader.load()`` through Kafka's DataSource V2 scan.
-
-        Spark reads "kafka" in batch through its V1 relation by default, which turns
-        every record into an external Row and back (``internalCreateDataFrame(...).rdd``):
-        a per-record cost the V2 reader does not pay (~0.5 s of the duplicates view over
-        1M records). The choice is made once, in ``load()``; so the session's list is
-        changed only for that call. Not for the whole session: there it would also move
-        ``df.write.format("kafka")`` (the streaming chapter's sink) to the V2 writer,
-        which refuses the default save mode. Streaming reads are V2 already.
-        """
-        conf = self.spark.conf
-        with _v1_list_lock:
-            before = conf.get(_V1_LIST, None)
-            conf.set(_V1_LIST, _V1_SOURCES)
-            try:
-                return reader.load()
-            finally:
-                if before is None:
-                    conf.unset(_V1_LIST)
-                else:
-                    conf.set(_V1_LIST, before)
 
     @staticmethod
     def _check_isolation(isolation: str) -> str:

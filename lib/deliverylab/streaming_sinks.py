@@ -11,8 +11,9 @@ the window the chapter is about -- after the sink's write, before Spark writes
 
 The sinks:
 
-- ``kafka``: Spark's own Kafka writer (``df.write.format("kafka")``, the
-  ``KafkaDataWriter`` the streaming Kafka sink uses). A replayed batch is sent again.
+- ``kafka``: Spark's own Kafka writer (``df.write.format("kafka").mode("append")``,
+  the V2 ``KafkaDataWriter`` the streaming Kafka sink uses). A replayed batch is sent
+  again.
 - ``files``: Spark's own ``FileStreamSink.addBatch`` (the class behind
   ``writeStream.format("parquet")``), which appends ``_spark_metadata/N`` after its
   files and skips a batch id it already holds.
@@ -90,9 +91,11 @@ def _kafka(spec: QuerySpec, log: OpLog, after_write: AfterWrite):
         _polls(spec, log, rows, batch)
         # Same partition number as the input (as the Python Pipeline does), the
         # provenance as the key. The writer flushes and checks every ack before the
-        # job succeeds: the whole batch is in the topic when this returns.
+        # job succeeds: the whole batch is in the topic when this returns. Mode append:
+        # the lab's session writes Kafka through the V2 writer (inspector._start), which
+        # refuses the default ErrorIfExists; the V1 writer accepts append too.
         (df.select(F.col("provenance").alias("key"), "value", "partition")
-         .write.format("kafka")
+         .write.format("kafka").mode("append")
          .option("kafka.bootstrap.servers", spec.bootstrap)
          .option("topic", spec.target).save())
         _sends(spec, log, rows, batch)

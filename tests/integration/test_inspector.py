@@ -337,6 +337,31 @@ def test_bad_arguments_name_the_value(inspector, duplicated) -> None:
         Inspector(42)
 
 
+# --- the session's Kafka source: DataSource V2 -----------------------------------------
+
+
+def test_kafka_batch_reads_and_writes_take_data_source_v2(cluster1, inspector) -> None:
+    """The session leaves "kafka" out of useV1SourceList (inspector._start): the
+    Inspector's reads are V2 scans, with no external Row per record. Batch writes are
+    then the V2 writer, which refuses the default save mode; mode("append"), as the
+    streaming chapter's Kafka sink writes, puts every row where it was sent, once."""
+    topic = new_topic(cluster1, 3)
+    rows = [(f"k{seq}", encode("w", seq).decode(), seq % 3) for seq in range(30)]
+    frame = inspector.spark.createDataFrame(rows, "key string, value string, partition int")
+    write = (frame.write.format("kafka")
+             .option("kafka.bootstrap.servers", cluster1.bootstrap_servers)
+             .option("topic", topic))
+    with pytest.raises(Exception, match="ErrorIfExists"):
+        write.save()
+    write.mode("append").save()
+    got = inspector.topic(topic).select("partition", "key", "value").collect()
+    assert sorted(tuple(r) for r in got) == sorted(
+        (partition, key, f"w:{seq}") for seq, (key, _, partition) in enumerate(rows))
+    plan = inspector._raw(topic, "read_committed", inspector.bounds(topic))
+    text = plan._jdf.queryExecution().executedPlan().toString()
+    assert "BatchScan" in text and "KafkaScan" in text, text
+
+
 # --- plots ----------------------------------------------------------------------------
 
 
