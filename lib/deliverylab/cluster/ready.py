@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
 from ..clients import config
 from ..errors import ClusterNotReady
@@ -132,11 +132,14 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
     aside = ThreadPoolExecutor(2, thread_name_prefix="lab-ready")
     early_producer: list[Future[Producer]] = [aside.submit(init_producer)]
 
+    def led(md: ClusterMetadata, name: str) -> bool:
+        """``name`` exists and every partition of it has a leader."""
+        parts = md.topics[name].partitions if name in md.topics else {}
+        return bool(parts) and all(p.leader >= 0 for p in parts.values())
+
     def internal_topics() -> bool:
         md = admin.list_topics(timeout=deadline.left(5))
-        return all(t in md.topics and md.topics[t].partitions
-                   and all(p.leader >= 0 for p in md.topics[t].partitions.values())
-                   for t in INTERNAL_TOPICS)
+        return all(led(md, t) for t in INTERNAL_TOPICS)
 
     try:
         def ready_topic() -> bool:
@@ -149,8 +152,7 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
                     if "TOPIC_ALREADY_EXISTS" not in str(exc.args[0].name()):
                         raise
                 return False
-            parts = md.topics[READY_TOPIC].partitions
-            return bool(parts) and all(p.leader >= 0 for p in parts.values())
+            return led(md, READY_TOPIC)
 
         step(f"topic {READY_TOPIC} created with a leader", ready_topic)
         step("__consumer_offsets and __transaction_state have a leader on every partition",
@@ -167,16 +169,20 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
             if early.done() and early.exception() is None:
                 return early.result()
             pending = {early, aside.submit(init_producer, "-fresh")}
+            failed: BaseException | None = None
             while pending:
                 done, pending = wait(pending, timeout=deadline.left(30),
                                      return_when=FIRST_COMPLETED)
+                if not done:
+                    break
                 for fut in done:
                     if fut.exception() is None:
                         return fut.result()
-                if not done:
-                    break
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
-                                            "no transactional producer could init"))
+                    failed = fut.exception()
+            # Both failed (the last one's own error, for the step's message) or neither
+            # finished in time; the step tries again while the deadline allows.
+            raise failed or KafkaException(KafkaError(
+                KafkaError._TIMED_OUT, "no transactional producer finished its init"))
 
         def transaction() -> bool:
             producer = first_producer()
