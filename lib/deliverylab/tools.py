@@ -75,14 +75,15 @@ def class_archive() -> Path:
 
 
 def java_command(name: str, *args: str, fetch: bool = True,
-                 jvm_opts: tuple[str, ...] = ()) -> list[str]:
-    """The full ``java ... MainClass args`` of a tool (its jars checked first)."""
+                 jvm_opts: tuple[str, ...] = (), shared: bool = True) -> list[str]:
+    """The full ``java ... MainClass args`` of a tool (its jars checked first); with
+    ``shared``, mapping :func:`class_archive` when there is one."""
     component, main, _ = _spec(name)
     classpath = os.pathsep.join(str(p) for p in jars.classpath(component, fetch=fetch))
     archive = class_archive()
-    shared = ([f"-XX:SharedArchiveFile={archive}"]
-              if component == "tools" and archive.exists() else [])
-    return [find_java(), *JVM_OPTS, *shared, *jvm_opts,
+    shared_opts = ([f"-XX:SharedArchiveFile={archive}"]
+                   if shared and component == "tools" and archive.exists() else [])
+    return [find_java(), *JVM_OPTS, *shared_opts, *jvm_opts,
             f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", classpath, main, *args]
 
 
@@ -95,9 +96,8 @@ def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | No
     partial = final.with_suffix(".partial.jsa")
     partial.unlink(missing_ok=True)
     cmd = java_command("kafka-transactions", "--bootstrap-server", bootstrap, "list",
-                       jvm_opts=(f"-XX:ArchiveClassesAtExit={partial}",))
-    done = subprocess.run([c for c in cmd if not c.startswith("-XX:SharedArchiveFile=")],
-                          capture_output=True, text=True, timeout=120,
+                       jvm_opts=(f"-XX:ArchiveClassesAtExit={partial}",), shared=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     if done.returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)
