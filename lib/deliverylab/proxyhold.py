@@ -147,7 +147,9 @@ class Hold(FaultHandle):
 
     def inject(self, timeout: float = 10.0) -> list[str]:
         """Send every held request to the broker on the proxy's own connection; return
-        the broker's error names (``NONE``: the late request took effect)."""
+        the broker's error names (``NONE``: the late request took effect).
+
+        Raises ``LabError`` when not every answer came within ``timeout``."""
         self.cancel()
         for held in list(self.held):
             if not held.how:

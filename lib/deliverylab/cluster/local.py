@@ -23,7 +23,7 @@ from typing import IO
 import psutil
 
 from .. import jars
-from ..errors import BrokerExited
+from ..errors import BrokerExited, LabError
 from ..java import find_java
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
 
@@ -324,8 +324,6 @@ def copy_storage(template: Path, data: Path, cluster_id: str) -> None:
         if template.exists():
             raise
         shutil.rmtree(data, ignore_errors=True)  # half a copy is no storage
-        from ..errors import LabError
-
         raise LabError(f"the cached storage {template} was removed while this cluster "
                        "was copying it (another process pruned the cache): start the "
                        "cluster again") from exc
