@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,8 +56,13 @@ def artifacts() -> str:
 
 
 def _script(name: str, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(DOCKER_DIR / name)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHON": sys.executable})
+    """Run a docker/ script, one test process at a time: under ``pytest -n`` two workers
+    would otherwise both start a dockerd, or build the same image side by side."""
+    with open(Path(tempfile.gettempdir()) / "deliverylab-tests-docker.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return subprocess.run(["bash", str(DOCKER_DIR / name)], capture_output=True,
+                              text=True, timeout=timeout,
+                              env={**os.environ, "PYTHON": sys.executable})
 
 
 def _last_line(text: str) -> str:
