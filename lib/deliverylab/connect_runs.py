@@ -152,8 +152,7 @@ class Runs:
         """Heal the Connect cluster, then a fresh topic, file and connector for one run.
 
         Through the Nemesis, so a worker brought back between runs is in the History."""
-        if any(connect.status_of(w.index) in ("paused", "dead") for w in connect.workers):
-            self.nemesis.heal()
+        self._heal(connect)
         n = next(_RUNS)
         name, topic = f"{label}-{n}", f"lines-{label}-{n}"
         self.cluster.create_topic(topic, partitions=1)
@@ -161,6 +160,11 @@ class Runs:
         connect.create(name, file_source(source.path, topic, **conf))
         connect.wait_task(name)
         return name, topic, source
+
+    def _heal(self, connect: Connect) -> None:
+        """Bring back a paused or dead worker of ``connect`` (the Nemesis heals all)."""
+        if any(connect.status_of(w.index) in ("paused", "dead") for w in connect.workers):
+            self.nemesis.heal()
 
     def count(self, topic: str, isolation: str) -> int:
         return len(read_back(self.cluster, [topic], isolation))
@@ -315,6 +319,40 @@ class Runs:
                                           if v in late and n > 1),
             zombie_fenced_lines=len(connect.fenced_lines(owner)) - fenced_before)
         return result
+
+
+    def zombies(self, *connects: Connect, rate: float = 20.0, after_resume: float = 6.0
+                ) -> list[RunResult]:
+        """:meth:`zombie` on each Connect cluster at the same time, results in order.
+
+        Why at once: a zombie run is ~20 s of waiting (for the group to notice the frozen
+        worker, for the zombie to wake and write) and each cluster has its own workers,
+        connector, file and topic. The heal each run begins with is done here first, one
+        cluster after the other: the Nemesis heals everything, so a heal inside one run
+        would wake the other run's zombie early.
+        """
+        if len({id(c) for c in connects}) != len(connects) or not connects:
+            raise bad_value("connects", connects, "one or more different Connect clusters")
+        for connect in connects:
+            self._heal(connect)
+        results: list[RunResult | BaseException | None] = [None] * len(connects)
+
+        def run(i: int) -> None:
+            try:
+                results[i] = self.zombie(connects[i], rate, after_resume)
+            except BaseException as exc:  # re-raised below, in the caller's thread
+                results[i] = exc
+
+        threads = [threading.Thread(target=run, args=(i,), name=f"zombie-{i}", daemon=True)
+                   for i in range(len(connects))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results  # type: ignore[return-value]
 
 
 def fence_from_python(runs: Runs, connect: Connect) -> RunResult:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from deliverylab import values as V
-from deliverylab.connect_runs import SourceFile, after, copies, duplicates, missing
+from deliverylab.connect_runs import Runs, SourceFile, after, copies, duplicates, missing
 from deliverylab.errors import BadValue
 from deliverylab.history import Read
 
@@ -46,3 +49,42 @@ def test_duplicates_and_missing_count_values_not_records():
     assert duplicates(reads) == 2
     assert missing(reads, ["line:0", "line:1", "line:2"]) == ["line:2"]
     assert duplicates(_reads()) == 0
+
+
+class _Zombies(Runs):
+    """Runs whose zombie run only records when it ran, on which thread, after which heal."""
+
+    def __init__(self, tmp_path: Path, fail: object = None) -> None:
+        super().__init__(SimpleNamespace(workdir=tmp_path), nemesis=None, lines=1)
+        self.fail, self.events = fail, []
+
+    def _heal(self, connect):
+        self.events.append(("heal", connect))
+
+    def zombie(self, connect, rate=20.0, after_resume=6.0):
+        self.events.append(("start", connect))
+        time.sleep(0.2)  # both must be under way before either ends
+        if connect is self.fail:
+            raise RuntimeError(f"zombie on {connect} broke")
+        self.events.append(("end", connect))
+        return (connect, threading.current_thread().name)
+
+
+def test_zombies_heal_every_cluster_first_then_run_side_by_side(tmp_path: Path):
+    runs = _Zombies(tmp_path)
+    results = runs.zombies("plain", "eos")
+    assert [r[0] for r in results] == ["plain", "eos"]  # in the order asked
+    assert {r[1] for r in results} == {"zombie-0", "zombie-1"}  # each on its own thread
+    kinds = [kind for kind, _ in runs.events]
+    assert kinds[:2] == ["heal", "heal"]  # a heal inside a run would wake the other's zombie
+    assert kinds[2:4] == ["start", "start"]  # at the same time, not one after the other
+
+
+def test_zombies_raise_a_run_s_error_in_the_caller_and_refuse_bad_input(tmp_path: Path):
+    with pytest.raises(RuntimeError, match="zombie on eos broke"):
+        _Zombies(tmp_path, fail="eos").zombies("plain", "eos")
+    with pytest.raises(BadValue, match="^connects="):
+        _Zombies(tmp_path).zombies()
+    same = object()
+    with pytest.raises(BadValue, match="^connects="):
+        _Zombies(tmp_path).zombies(same, same)
