@@ -11,6 +11,11 @@ ack), so it is the round trip of one Produce, not queueing behind a batch.
 
 Goal: through the proxy >= 70% of direct throughput, < 2 ms added p50.
 
+Why rounds vary: the machine has few cores and the brokers, the producer and the proxy
+share them with whatever else runs. Each round prints the CPU the rest of the machine
+took meanwhile ("others", in cores) and the proxy process's own CPU per MB forwarded, so
+a bad round can be told apart from a slow proxy.
+
 Honesty check: a "direct" client bootstraps on the brokers' real ports, but Kafka then
 hands it the *advertised* addresses of the listener it came in on. If those are the
 proxies' (a cluster without a separate direct listener), the "direct" run silently goes
@@ -27,10 +32,12 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
+import psutil  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 
 from deliverylab.clients import config  # noqa: E402
@@ -179,16 +186,72 @@ def proxy_alone() -> None:
           f"({proxied[1]:.0f} vs {direct[1]:.0f})")
 
 
+class Meter:
+    """CPU seconds over one measurement: the proxy process's, and the rest of the
+    machine's (busy time of every core minus this process and its children, brokers and
+    proxy included): "others" is what a noisy neighbour took."""
+
+    def __init__(self) -> None:
+        self.me = psutil.Process()
+
+    def _proxy(self) -> psutil.Process | None:
+        from deliverylab.proxy import _Child
+        child = _Child._instance
+        return psutil.Process(child.proc.pid) if child is not None and child.alive else None
+
+    def snapshot(self) -> tuple[float, float, float, float]:
+        """(wall, machine busy, ours, proxy) in seconds."""
+        ours = 0.0
+        for proc in (self.me, *self.me.children(recursive=True)):
+            try:
+                t = proc.cpu_times()
+                ours += t.user + t.system
+            except psutil.Error:
+                pass
+        proxy = self._proxy()
+        t = proxy.cpu_times() if proxy is not None else None
+        machine = psutil.cpu_times()
+        busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+        return (time.perf_counter(), busy, ours,
+                t.user + t.system if t is not None else 0.0)
+
+    @staticmethod
+    def since(start: tuple[float, float, float, float]) -> tuple[float, float]:
+        """(others' CPU in cores, proxy CPU seconds) since ``start``."""
+        end = Meter().snapshot()
+        wall = end[0] - start[0]
+        others = (end[1] - start[1]) - (end[2] - start[2])
+        return max(0.0, others) / wall, end[3] - start[3]
+
+
 def produce_requests(cluster: Cluster) -> int:
     return sum(p.stats()["requests"].get("Produce", 0) for p in cluster.proxies.values())
 
 
-def measure(paths: dict[str, str], args: argparse.Namespace) -> dict[str, dict[str, list]]:
-    """Per path, one throughput and one latency list per round (rounds alternate paths)."""
-    out: dict[str, dict[str, list]] = {name: {"rates": [], "lats": []} for name in paths}
+def proxied(cluster: Cluster) -> tuple[int, int]:
+    """(Produce requests, bytes) the proxies forwarded to the brokers so far."""
+    stats = [p.stats() for p in cluster.proxies.values()]
+    return (sum(s["requests"].get("Produce", 0) for s in stats),
+            sum(s["bytes_to_broker"] for s in stats))
+
+
+def measure(paths: dict[str, str], args: argparse.Namespace,
+            probe: Callable[[], tuple[int, int]]) -> dict[str, dict[str, list]]:
+    """Per path, one throughput and one latency list per round (rounds alternate paths);
+    for the proxy path also the Produce requests and bytes of its throughput runs."""
+    out: dict[str, dict[str, list]] = {name: {"rates": [], "lats": [], "others": [],
+                                              "proxy_cpu": []} for name in paths}
     for _ in range(args.rounds):
         for name, bootstrap in paths.items():
+            start, seen = Meter().snapshot(), probe() if name == "proxy" else (0, 0)
             out[name]["rates"].append(throughput(bootstrap, args.messages, args.size))
+            others, proxy_cpu = Meter.since(start)
+            if name == "proxy":
+                now = probe()
+                out[name]["frames"] = [a + b - c for a, b, c in zip(
+                    out[name].get("frames", [0, 0]), now, seen, strict=True)]
+            out[name]["others"].append(others)
+            out[name]["proxy_cpu"].append(proxy_cpu)
             out[name]["lats"].append(latencies(bootstrap, args.latency_messages, args.size))
     return out
 
@@ -210,23 +273,27 @@ def main() -> None:
         if leaked == 0:
             print("direct path bypasses the proxies: measuring both on one cluster")
             figures = measure({"direct": cluster.direct_bootstrap_servers,
-                               "proxy": cluster.bootstrap_servers}, args)
+                               "proxy": cluster.bootstrap_servers}, args,
+                              lambda: proxied(cluster))
         else:
             print(f"note: {leaked} produce requests of the 'direct' client went through the "
                   "proxies (the brokers advertise only the proxy addresses); measuring "
                   "direct on a second cluster without proxies")
-            figures = measure({"proxy": cluster.bootstrap_servers}, args)
+            figures = measure({"proxy": cluster.bootstrap_servers}, args,
+                              lambda: proxied(cluster))
     if leaked:
         with Cluster.start(brokers=3, proxy=False) as plain:
             plain.create_topic(TOPIC, partitions=3, replication_factor=3)
-            figures = {**measure({"direct": plain.bootstrap_servers}, args), **figures}
+            figures = {**measure({"direct": plain.bootstrap_servers}, args,
+                                 lambda: (0, 0)), **figures}
 
     mb = args.size / 1e6
     direct, proxy = figures["direct"], figures["proxy"]
     print(f"\n{args.messages} records x {args.size} B, acks=all, idempotent; latency over "
           f"{args.latency_messages} sequential sends; {args.rounds} rounds, paths alternating")
     print(f"{'round':5} {'direct rec/s':>12} {'proxy rec/s':>12} {'ratio':>6} "
-          f"{'direct p50':>10} {'proxy p50':>10} {'added':>7} {'proxy p99':>9}")
+          f"{'direct p50':>10} {'proxy p50':>10} {'added':>7} {'proxy p99':>9} "
+          f"{'others d/p':>10} {'proxy ms/MB':>11}")
     ratios, added = [], []
     for i in range(args.rounds):
         d50, p50 = percentile(direct["lats"][i], 0.5), percentile(proxy["lats"][i], 0.5)
@@ -234,7 +301,14 @@ def main() -> None:
         added.append(p50 - d50)
         print(f"{i + 1:5} {direct['rates'][i]:12.0f} {proxy['rates'][i]:12.0f} "
               f"{ratios[-1]:6.0%} {d50:10.2f} {p50:10.2f} {added[-1]:+7.2f} "
-              f"{percentile(proxy['lats'][i], 0.99):9.2f}")
+              f"{percentile(proxy['lats'][i], 0.99):9.2f} "
+              f"{direct['others'][i]:4.2f}/{proxy['others'][i]:4.2f} "
+              f"{proxy['proxy_cpu'][i] * 1000 / (args.messages * mb):11.2f}")
+    print("others d/p: cores the rest of the machine used during the direct / proxy "
+          "throughput run; proxy ms/MB: the proxy process's CPU per MB of records")
+    produces, sent = proxy["frames"]
+    print(f"throughput runs through the proxies: {produces} Produce requests, "
+          f"{sent / max(1, produces) / 1e3:.0f} KB each on average")
     print(f"best direct {max(direct['rates']):.0f} rec/s "
           f"({max(direct['rates']) * mb:.1f} MB/s), best proxy {max(proxy['rates']):.0f} rec/s")
     print(f"\nproxy / direct throughput: median {statistics.median(ratios):.0%}, "
