@@ -188,8 +188,9 @@ def proxy_alone() -> None:
 
 class Meter:
     """CPU seconds over one measurement: the proxy process's, and the rest of the
-    machine's (busy time of every core minus this process and its children, brokers and
-    proxy included): "others" is what a noisy neighbour took."""
+    machine's (busy time of every core, stolen by a hypervisor included, minus this
+    process and its children, brokers and proxy included): "others" is what a noisy
+    neighbour took."""
 
     def __init__(self) -> None:
         self.me = psutil.Process()
@@ -210,8 +211,9 @@ class Meter:
                 pass
         proxy = self._proxy()
         t = proxy.cpu_times() if proxy is not None else None
-        machine = psutil.cpu_times()
-        busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+        m = psutil.cpu_times()  # guest time is counted in user already
+        busy = (m.user + m.nice + m.system + getattr(m, "irq", 0.0)
+                + getattr(m, "softirq", 0.0) + getattr(m, "steal", 0.0))
         return (time.perf_counter(), busy, ours,
                 t.user + t.system if t is not None else 0.0)
 
