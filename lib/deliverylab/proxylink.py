@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from .framing import (
     ERROR_PEEK,
-    PRODUCE,
     REQUEST_PEEK,
     Frame,
     FrameScanner,
@@ -31,8 +30,6 @@ from .framing import (
 
 if TYPE_CHECKING:
     from .proxyengine import Engine, Held, HoldState, Loss
-
-_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 
 
 class _Side(asyncio.Protocol):
@@ -218,9 +215,6 @@ class _Link:
     # -- client -> broker
     def from_client(self, data: bytes) -> None:
         proxy = self.proxy
-        if self.hold_at is None and not proxy._holds and not proxy._losses:
-            self._pass_requests(data)
-            return
         scanned = self._frames(self.requests, data)
         if scanned is None:
             return
@@ -265,32 +259,6 @@ class _Link:
             self.holding = None
             hold._keep(proxy, self, head, kept[:length])
         self.client.pause("hold")
-
-    def _pass_requests(self, data: bytes) -> None:
-        """``from_client`` when no fault can choose a request: nothing is armed on the
-        proxy and nothing held on this link, so every request goes on as it came.
-
-        Why a path of its own: it is the path of every byte when the lab is healthy. It
-        keeps what a fault armed later needs (each request's api in ``inflight``, by
-        correlation id, so responses are counted and matched) and the counters, and reads
-        no more of a header than api, correlation id and, for Produce, ``acks``. The check
-        is made per chunk, so a fault armed between two chunks chooses from the next one.
-        """
-        scanned = self._frames(self.requests, data)
-        if scanned is None:
-            return
-        proxy, inflight = self.proxy, self.inflight
-        for frame in scanned[1]:
-            head = frame.head
-            if len(head) < 8:  # not a request header (parse_request_header's rule)
-                self.close()
-                return
-            key, _version, cid = _HEAD.unpack_from(head)
-            proxy._count_request(key, frame.length)
-            if key == PRODUCE and not parse_request_header(head).expects_response:
-                continue  # acks=0: no response will come
-            inflight[cid] = (key, None)
-        self.to_broker.send(data)
 
     def release_held(self, held: Held) -> None:
         """Send a held request on this connection, or inject it if the client left."""

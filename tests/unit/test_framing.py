@@ -292,9 +292,9 @@ def test_ordinary_traffic_passes_unchanged(proxy, broker):
     assert stats["acks_dropped"] == 0 and stats["faults"] == []
 
 
-def test_healthy_path_counts_and_matches_like_the_fault_path(proxy, broker):
-    # No fault armed: requests take proxylink's pass-through path. An acks=0 Produce is
-    # counted as a request and expects no response; the rest are answered in order.
+def test_healthy_traffic_is_counted_and_matched(proxy, broker):
+    # No fault armed: an acks=0 Produce is counted as a request and expects no response;
+    # the rest are answered in order and counted per api.
     with connect(proxy) as c:
         c.sendall(produce(1, acks=0) + request(3, 12, 2) + produce(3, version=9)
                   + produce(4, acks=0, version=9) + request(3, 12, 5))
