@@ -4,10 +4,11 @@ Run: ``PYTHONPATH=lib python bench/proxy_overhead.py`` (about a minute on a lapt
 
 One 3-broker cluster with proxies. The same workload -- 1 KB records, ``acks=all``,
 idempotent -- runs against the brokers' own listeners and against the proxies,
-alternating (direct, proxy, direct, proxy) so that a noisy neighbour hurts both alike;
-each round's ratio is printed, then the median and the worst over the rounds (one lucky
-round proves nothing). Latency is measured one record at a time (send, wait for the
-ack), so it is the round trip of one Produce, not queueing behind a batch.
+alternating (direct, proxy, proxy, direct, ...) so that a noisy neighbour or a drift
+hurts both alike; each round's ratio is printed, then the median and the worst over the
+rounds (one lucky round proves nothing). Latency is measured one record at a time
+(send, wait for the ack), so it is the round trip of one Produce, not queueing behind a
+batch.
 
 Goal: through the proxy >= 70% of direct throughput, < 2 ms added p50.
 
@@ -250,8 +251,11 @@ def measure(paths: dict[str, str], args: argparse.Namespace,
     out: dict[str, dict[str, list]] = {name: {"rates": [], "lats": [], "others": [],
                                               "proxy_cpu": [], "warm_up": [],
                                               "frames": [0, 0]} for name in paths}
+    order = list(paths.items())
     for round_ in range(args.warm_up + args.rounds):
-        for name, bootstrap in paths.items():
+        # direct, proxy; then proxy, direct: a drift over the run (the brokers' logs and
+        # page cache grow) favours neither path
+        for name, bootstrap in order if round_ % 2 == 0 else order[::-1]:
             start, seen = Meter().snapshot(), probe()
             rate = throughput(bootstrap, args.messages, args.size)
             others, proxy_cpu = Meter.since(start)
@@ -306,7 +310,7 @@ def main() -> None:
     mb = args.size / 1e6
     direct, proxy = figures["direct"], figures["proxy"]
     print(f"\n{args.messages} records x {args.size} B, acks=all, idempotent; latency over "
-          f"{args.latency_messages} sequential sends; {args.rounds} rounds, paths alternating")
+          f"{args.latency_messages} sequential sends; {args.rounds} rounds, paths alternating ABBA")
     for i, (d, p) in enumerate(zip(direct["warm_up"], proxy["warm_up"], strict=True)):
         print(f"warm-up round {i + 1} (not counted): direct {d:.0f}, proxy {p:.0f} rec/s")
     print(f"{'round':5} {'direct rec/s':>12} {'proxy rec/s':>12} {'ratio':>6} "
