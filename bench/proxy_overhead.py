@@ -17,7 +17,7 @@ share them with whatever else runs. Each round prints the CPU the rest of the ma
 took meanwhile ("others", in cores) and the proxy process's own CPU per MB forwarded, so
 a bad round can be told apart from a slow proxy. Measured on the 2-core lab machine (9
 runs with the meter, 24 Nov 2026): others stayed under 0.15 cores in every round but two
-of one run, and the proxy took a steady 0.6-0.9 ms of CPU per MB (Produce requests of
+of one run, and the proxy took a steady 0.65-0.95 ms of CPU per MB (Produce requests of
 ~800 KB; alone it forwards ~1 GB/s), yet single rounds ranged 63-123 %: a throughput run
 lasts ~0.4 s, so a broker's pause of 100 ms moves it by a quarter. Longer runs
 (150-200k records) are no steadier: both paths slow down together as the brokers' logs
