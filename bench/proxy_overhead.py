@@ -4,12 +4,25 @@ Run: ``PYTHONPATH=lib python bench/proxy_overhead.py`` (about a minute on a lapt
 
 One 3-broker cluster with proxies. The same workload -- 1 KB records, ``acks=all``,
 idempotent -- runs against the brokers' own listeners and against the proxies,
-alternating (direct, proxy, direct, proxy) so that a noisy neighbour hurts both alike;
-each round's ratio is printed, then the median and the worst over the rounds (one lucky
-round proves nothing). Latency is measured one record at a time (send, wait for the
-ack), so it is the round trip of one Produce, not queueing behind a batch.
+alternating (direct, proxy, proxy, direct, ...) so that a noisy neighbour or a drift
+hurts both alike; each round's ratio is printed, then the median and the worst over the
+rounds (one lucky round proves nothing). Latency is measured one record at a time
+(send, wait for the ack), so it is the round trip of one Produce, not queueing behind a
+batch.
 
 Goal: through the proxy >= 70% of direct throughput, < 2 ms added p50.
+
+Why rounds vary: the machine has few cores and the brokers, the producer and the proxy
+share them with whatever else runs. Each round prints the CPU the rest of the machine
+took meanwhile ("others", in cores) and the proxy process's own CPU per MB forwarded, so
+a bad round can be told apart from a slow proxy. Measured on the 2-core lab machine (9
+runs with the meter, 24 Nov 2026): others stayed under 0.15 cores in every round but two
+of one run, and the proxy took a steady 0.65-0.95 ms of CPU per MB (Produce requests of
+~800 KB; alone it forwards ~1 GB/s), yet single rounds ranged 63-123 %: a throughput run
+lasts ~0.4 s, so a broker's pause of 100 ms moves it by a quarter. Longer runs
+(150-200k records) are no steadier: both paths slow down together as the brokers' logs
+grow (140k -> 75k rec/s over a run). Read the median; a worst round under 70 % with
+"others" near zero is the cluster's noise.
 
 Honesty check: a "direct" client bootstraps on the brokers' real ports, but Kafka then
 hands it the *advertised* addresses of the listener it came in on. If those are the
@@ -27,10 +40,12 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
+import psutil  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 
 from deliverylab.clients import config  # noqa: E402
@@ -179,17 +194,90 @@ def proxy_alone() -> None:
           f"({proxied[1]:.0f} vs {direct[1]:.0f})")
 
 
+class Meter:
+    """CPU seconds over one measurement: the proxy process's, and the rest of the
+    machine's (busy time of every core, stolen by a hypervisor included, minus this
+    process and its children, brokers and proxy included): "others" is what a noisy
+    neighbour took."""
+
+    def __init__(self) -> None:
+        self.me = psutil.Process()
+
+    def _proxy(self) -> psutil.Process | None:
+        from deliverylab.proxy import _Child
+        child = _Child._instance
+        return psutil.Process(child.proc.pid) if child is not None and child.alive else None
+
+    def snapshot(self) -> tuple[float, float, float, float]:
+        """(wall, machine busy, ours, proxy) in seconds."""
+        ours = 0.0
+        for proc in (self.me, *self.me.children(recursive=True)):
+            try:
+                t = proc.cpu_times()
+                ours += t.user + t.system
+            except psutil.Error:
+                pass
+        proxy = self._proxy()
+        t = proxy.cpu_times() if proxy is not None else None
+        m = psutil.cpu_times()  # guest time is counted in user already
+        busy = (m.user + m.nice + m.system + getattr(m, "irq", 0.0)
+                + getattr(m, "softirq", 0.0) + getattr(m, "steal", 0.0))
+        return (time.perf_counter(), busy, ours,
+                t.user + t.system if t is not None else 0.0)
+
+    @staticmethod
+    def since(start: tuple[float, float, float, float]) -> tuple[float, float]:
+        """(others' CPU in cores, proxy CPU seconds) since ``start``."""
+        end = Meter().snapshot()
+        wall = end[0] - start[0]
+        others = (end[1] - start[1]) - (end[2] - start[2])
+        return max(0.0, others) / wall, end[3] - start[3]
+
+
 def produce_requests(cluster: Cluster) -> int:
     return sum(p.stats()["requests"].get("Produce", 0) for p in cluster.proxies.values())
 
 
-def measure(paths: dict[str, str], args: argparse.Namespace) -> dict[str, dict[str, list]]:
-    """Per path, one throughput and one latency list per round (rounds alternate paths)."""
-    out: dict[str, dict[str, list]] = {name: {"rates": [], "lats": []} for name in paths}
-    for _ in range(args.rounds):
-        for name, bootstrap in paths.items():
-            out[name]["rates"].append(throughput(bootstrap, args.messages, args.size))
-            out[name]["lats"].append(latencies(bootstrap, args.latency_messages, args.size))
+def proxied(cluster: Cluster) -> tuple[int, int]:
+    """(Produce requests, bytes) the proxies forwarded to the brokers so far."""
+    stats = [p.stats() for p in cluster.proxies.values()]
+    return (sum(s["requests"].get("Produce", 0) for s in stats),
+            sum(s["bytes_to_broker"] for s in stats))
+
+
+def measure(paths: dict[str, str], args: argparse.Namespace,
+            probe: Callable[[], tuple[int, int]]) -> dict[str, dict[str, list]]:
+    """Per path, one throughput and one latency list per round (rounds alternate paths);
+    for the proxy path also the Produce requests and bytes of its throughput runs.
+
+    The first ``--warm-up`` rounds are run whole and not counted (their rates are kept
+    apart, to print): the first throughput run after the topic was created, or right
+    after another burst, ran at half speed on whichever path came first, while every
+    later one follows a calm latency run; a round 1 "ratio" of 150-185 % said nothing.
+    """
+    out: dict[str, dict[str, list]] = {name: {"rates": [], "lats": [], "others": [],
+                                              "proxy_cpu": [], "warm_up": [],
+                                              "frames": [0, 0]} for name in paths}
+    order = list(paths.items())
+    for round_ in range(args.warm_up + args.rounds):
+        # direct, proxy; then proxy, direct: a drift over the run (the brokers' logs and
+        # page cache grow) favours neither path
+        for name, bootstrap in order if round_ % 2 == 0 else order[::-1]:
+            start, seen = Meter().snapshot(), probe()
+            rate = throughput(bootstrap, args.messages, args.size)
+            others, proxy_cpu = Meter.since(start)
+            now = probe()
+            lats = latencies(bootstrap, args.latency_messages, args.size)
+            if round_ < args.warm_up:
+                out[name]["warm_up"].append(rate)
+                continue
+            out[name]["rates"].append(rate)
+            out[name]["others"].append(others)
+            out[name]["proxy_cpu"].append(proxy_cpu)
+            out[name]["lats"].append(lats)
+            if name == "proxy":
+                out[name]["frames"] = [a + b - c for a, b, c in zip(
+                    out[name]["frames"], now, seen, strict=True)]
     return out
 
 
@@ -199,6 +287,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--latency-messages", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warm-up", type=int, default=1,
+                        help="rounds run first and not counted (default 1)")
     args = parser.parse_args()
 
     t_start = time.monotonic()
@@ -210,23 +300,29 @@ def main() -> None:
         if leaked == 0:
             print("direct path bypasses the proxies: measuring both on one cluster")
             figures = measure({"direct": cluster.direct_bootstrap_servers,
-                               "proxy": cluster.bootstrap_servers}, args)
+                               "proxy": cluster.bootstrap_servers}, args,
+                              lambda: proxied(cluster))
         else:
             print(f"note: {leaked} produce requests of the 'direct' client went through the "
                   "proxies (the brokers advertise only the proxy addresses); measuring "
                   "direct on a second cluster without proxies")
-            figures = measure({"proxy": cluster.bootstrap_servers}, args)
+            figures = measure({"proxy": cluster.bootstrap_servers}, args,
+                              lambda: proxied(cluster))
     if leaked:
         with Cluster.start(brokers=3, proxy=False) as plain:
             plain.create_topic(TOPIC, partitions=3, replication_factor=3)
-            figures = {**measure({"direct": plain.bootstrap_servers}, args), **figures}
+            figures = {**measure({"direct": plain.bootstrap_servers}, args,
+                                 lambda: (0, 0)), **figures}
 
     mb = args.size / 1e6
     direct, proxy = figures["direct"], figures["proxy"]
     print(f"\n{args.messages} records x {args.size} B, acks=all, idempotent; latency over "
-          f"{args.latency_messages} sequential sends; {args.rounds} rounds, paths alternating")
+          f"{args.latency_messages} sequential sends; {args.rounds} rounds, paths alternating ABBA")
+    for i, (d, p) in enumerate(zip(direct["warm_up"], proxy["warm_up"], strict=True)):
+        print(f"warm-up round {i + 1} (not counted): direct {d:.0f}, proxy {p:.0f} rec/s")
     print(f"{'round':5} {'direct rec/s':>12} {'proxy rec/s':>12} {'ratio':>6} "
-          f"{'direct p50':>10} {'proxy p50':>10} {'added':>7} {'proxy p99':>9}")
+          f"{'direct p50':>10} {'proxy p50':>10} {'added':>7} {'proxy p99':>9} "
+          f"{'others d/p':>10} {'proxy ms/MB':>11}")
     ratios, added = [], []
     for i in range(args.rounds):
         d50, p50 = percentile(direct["lats"][i], 0.5), percentile(proxy["lats"][i], 0.5)
@@ -234,7 +330,21 @@ def main() -> None:
         added.append(p50 - d50)
         print(f"{i + 1:5} {direct['rates'][i]:12.0f} {proxy['rates'][i]:12.0f} "
               f"{ratios[-1]:6.0%} {d50:10.2f} {p50:10.2f} {added[-1]:+7.2f} "
-              f"{percentile(proxy['lats'][i], 0.99):9.2f}")
+              f"{percentile(proxy['lats'][i], 0.99):9.2f} "
+              f"{direct['others'][i]:4.2f}/{proxy['others'][i]:4.2f} "
+              f"{proxy['proxy_cpu'][i] * 1000 / (args.messages * mb):11.2f}")
+    print("others d/p: cores the rest of the machine used during the direct / proxy "
+          "throughput run; proxy ms/MB: the proxy process's CPU per MB of records")
+    produces, sent = proxy["frames"]
+    total_mb = args.rounds * args.messages * mb
+    print(f"throughput runs through the proxies: {produces} Produce requests, "
+          f"{sent / max(1, produces) / 1e3:.0f} KB each on average; the proxy process's CPU "
+          f"{sum(proxy['proxy_cpu']) * 1000 / total_mb:.2f} ms per MB over all rounds "
+          f"(one round's figure moves in steps of the 10 ms CPU clock)")
+    print(f"each throughput run lasts {args.messages / statistics.median(direct['rates']):.2f}"
+          f" s direct; median rates: direct {statistics.median(direct['rates']):.0f}, proxy "
+          f"{statistics.median(proxy['rates']):.0f} rec/s ("
+          f"{statistics.median(proxy['rates']) / statistics.median(direct['rates']):.0%})")
     print(f"best direct {max(direct['rates']):.0f} rec/s "
           f"({max(direct['rates']) * mb:.1f} MB/s), best proxy {max(proxy['rates']):.0f} rec/s")
     print(f"\nproxy / direct throughput: median {statistics.median(ratios):.0%}, "

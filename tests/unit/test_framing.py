@@ -292,6 +292,43 @@ def test_ordinary_traffic_passes_unchanged(proxy, broker):
     assert stats["acks_dropped"] == 0 and stats["faults"] == []
 
 
+def test_healthy_traffic_is_counted_and_matched(proxy, broker):
+    # No fault armed: an acks=0 Produce is counted as a request and expects no response;
+    # the rest are answered in order and counted per api.
+    with connect(proxy) as c:
+        c.sendall(produce(1, acks=0) + request(3, 12, 2) + produce(3, version=9)
+                  + produce(4, acks=0, version=9) + request(3, 12, 5))
+        assert broker.responses(c, 3) == [2, 3, 5]
+    stats = proxy.stats()
+    assert stats["requests"] == {"Produce": 3, "Metadata": 2}
+    assert stats["responses"] == {"Produce": 1, "Metadata": 2}
+    assert stats["bytes_to_broker"] == sum(map(len, [
+        produce(1, acks=0), request(3, 12, 2), produce(3, version=9),
+        produce(4, acks=0, version=9), request(3, 12, 5)]))
+
+
+def test_a_fault_armed_mid_stream_acts_on_the_next_request(proxy, broker):
+    with connect(proxy) as c:
+        c.sendall(produce(1) + produce(2, acks=0))
+        assert broker.responses(c, 1) == [1]  # healthy: passed through
+        big = produce(3, payload=b"x" * 200_000)
+        c.sendall(big[:5000])  # its head passed before the fault: it is not chosen
+        assert proxy.wait_requests("Produce", 3, timeout=2)
+        loss = proxy.lose_acks(1)
+        c.sendall(big[5000:] + request(3, 12, 4) + produce(5) + produce(6))
+        assert broker.responses(c, 2) == [3, 4]
+        assert closed_by_peer(c)  # the next Produce after arming lost its ack
+    assert loss.wait(2) and loss.dropped_ids == [("proxy-test", 5)]
+    assert broker.cids() == [1, 2, 3, 4, 5]  # 6 was held back, never forwarded
+    hold = proxy.hold("Metadata")
+    with connect(proxy) as c:  # and a hold armed later keeps the next Metadata
+        c.sendall(produce(7) + request(3, 12, 8))
+        assert broker.responses(c, 1) == [7]
+        assert silent(c) and hold.wait(2)
+        assert hold.held[0].head.correlation_id == 8
+    hold.cancel()
+
+
 def test_lose_acks_drops_exactly_the_chosen_response(proxy, broker):
     loss = proxy.lose_acks(1, "Produce")
     with connect(proxy) as c:
@@ -317,6 +354,9 @@ def test_lose_acks_skips_acks0_and_other_apis(proxy, broker):
         assert broker.responses(c, 1) == [2]
         assert closed_by_peer(c)
     assert broker.cids() == [1, 2, 3]
+    # The event that counts the drop was sent before the link closed, so it comes before
+    # the reply of any later request: ask one, then read the handle.
+    assert proxy.faults() == ["lose_acks"]
     assert loss.dropped == 1 and not loss.done
     with connect(proxy) as c:  # a second connection spends the rest of the budget
         c.sendall(produce(4))
