@@ -307,8 +307,9 @@ def _ops_schema():
 
 #: The exact bytes values.encode writes, when no JSON escape is needed: printable ASCII
 #: without '"' or '\\' in the strings, a seq that fits a long without leading zeros.
-#: Java regex syntax (Spark's rlike); \A and \z, since Java's $ also matches before a
-#: final line terminator, which JSON would not accept in every case.
+#: Java regex syntax (Spark's rlike); \A and \z: the whole value and nothing else (Java's
+#: $ would also take a trailing line terminator). Stricter than needed is safe: what does
+#: not match goes to from_json.
 _ENCODED = (r'\A\{"producer":"[ !#-\[\]-~]*","seq":-?(?:0|[1-9][0-9]{0,17}),'
             r'"payload":"[ !#-\[\]-~]*"\}\z')
 

@@ -356,7 +356,8 @@ def test_lab_values_decode_as_from_json_does(cluster1, inspector) -> None:
     bounds = inspector.bounds(topic)
     raw = inspector._raw(topic, "read_committed", bounds, headers=False)
     fast = raw.where(F.col("value").cast("string").rlike(inspector_module._ENCODED)).count()
-    assert fast == 2 * 7, "the layout's fast path was not taken: the test proves nothing"
+    # The 7 values in encode's layout (seq up to 18 digits) take the fast path at least.
+    assert fast >= 2 * 7, "the layout's fast path was not taken: the test proves nothing"
     parsed = F.from_json(F.col("value").cast("string"), inspector_module._value_schema(),
                          {"mode": "PERMISSIVE"})
     reference = sorted(
