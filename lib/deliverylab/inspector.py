@@ -55,6 +55,9 @@ _V1_SOURCES = "avro,csv,json,orc,parquet,text"
 #: A read of at least this many records is split so every core gets a share (_raw).
 _SPLIT_FROM = 100_000
 
+#: Kafka's fetch.max.wait.ms for the Inspector's batch reads (see _raw).
+_FETCH_WAIT_MS = 10
+
 #: Offset kinds in :meth:`Inspector.offset_gaps`.
 MARKER, ABORTED, PENDING = "marker", "aborted", "pending"
 
@@ -432,6 +435,11 @@ class Inspector:
             .option("startingOffsets", "earliest")
             .option("endingOffsets", ending)
             .option("includeHeaders", "true" if headers else "false")
+            # How long the broker holds a fetch that finds no new data (Kafka's default
+            # 500 ms). Each task's consumer pays it once near the end of its range, in
+            # every wave of tasks: ~1 s of any read on 2 cores, small or big (1M records:
+            # scan 1.9 s -> 1.0 s). The records read are the same; only idle waits shrink.
+            .option("kafka.fetch.max.wait.ms", str(_FETCH_WAIT_MS))
         )
         # One Spark task per Kafka partition by default: 3 partitions on 2 cores run in
         # two waves, the second on one core while the other idles. Splitting each
