@@ -1,6 +1,6 @@
 """What does Spark cost, and what does it buy, over the Python checker? Figures, not tests.
 
-Run: ``PYTHONPATH=lib python bench/inspector.py [--records 1000000]``
+Run: ``PYTHONPATH=lib python bench/inspector.py [--records 1000000] [--before]``
 
 The approach, chosen to be fair to both sides:
 
@@ -30,6 +30,7 @@ than the Python checker's read-back plus check on the same data.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import tempfile
@@ -119,6 +120,43 @@ def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> lis
     return reads
 
 
+def before_duplicates(inspector: Inspector, topic: str):
+    """The duplicates view as it was before (main at 3f4febf): Kafka's default fetch wait,
+    from_json on every value, then one aggregate that counts and collects the offsets of
+    every value, then orderBy. Kept here only to time it beside the view (``--before``);
+    the split into 2 ranges per partition is the old _raw's on 2 cores."""
+    from pyspark.sql import functions as F
+
+    from deliverylab.inspector import _value_schema
+
+    bounds = inspector.bounds(topic)
+    ending = json.dumps({topic: {str(b["partition"]): b["last_stable_offset"] for b in bounds}})
+    reader = (inspector.spark.read.format("kafka")  # _raw's options then: no fetch wait
+              .option("kafka.bootstrap.servers", inspector.bootstrap_servers)
+              .option("kafka.isolation.level", "read_committed").option("subscribe", topic)
+              .option("startingOffsets", "earliest").option("endingOffsets", ending)
+              .option("includeHeaders", "false"))
+    if sum(b["last_stable_offset"] - b["log_start_offset"] for b in bounds) >= 100_000:
+        reader = reader.option("minPartitions", str(2 * len(bounds)))
+    raw = reader.load()
+    v = F.from_json(F.col("value").cast("string"), _value_schema(), {"mode": "PERMISSIVE"})
+    lab = F.col("producer").isNotNull() & F.col("seq").isNotNull()
+    return (
+        raw.select("partition", "offset", v.alias("v"))
+        .select("partition", "offset", F.col("v.producer").alias("producer"),
+                F.col("v.seq").alias("seq"))
+        .groupBy("seq", "producer")
+        .agg(F.count(F.when(lab, 1)).alias("copies"),
+             F.collect_list(F.when(lab, F.array(F.col("partition").cast("long"),
+                                                "offset"))).alias("offsets"))
+        .where(F.col("copies") > 1)
+        .select(F.lit(topic).alias("topic"),
+                F.concat_ws(":", "producer", F.col("seq").cast("string")).alias("value"),
+                "producer", "seq", "copies", F.sort_array("offsets").alias("offsets"))
+        .orderBy("producer", "seq")
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -126,6 +164,9 @@ def main() -> None:
                         help="send every N-th value twice (default 1000)")
     parser.add_argument("--warm-runs", type=int, default=5,
                         help="warm runs of the duplicates view (the median counts)")
+    parser.add_argument("--before", action="store_true",
+                        help="also time the view's previous form, warm runs interleaved, "
+                             "and check both return the same rows")
     args = parser.parse_args()
     partitions = 3
     figures: dict[str, float] = {}
@@ -150,13 +191,26 @@ def main() -> None:
             df.write.format("noop").mode("overwrite").save()
 
         timed("duplicates view, cold", lambda: run(inspector.duplicates(topic)), into=figures)
-        warm = []
+        if args.before:
+            timed("previous form of the view, cold", lambda: run(
+                before_duplicates(inspector, topic)))
+        warm, before = [], []
         for attempt in range(args.warm_runs):
             t0 = time.perf_counter()
             timed(f"duplicates view, warm {attempt + 1}",
                   lambda: run(inspector.duplicates(topic)))
             warm.append(time.perf_counter() - t0)
+            if args.before:
+                t0 = time.perf_counter()
+                timed(f"previous form of the view, warm {attempt + 1}",
+                      lambda: run(before_duplicates(inspector, topic)))
+                before.append(time.perf_counter() - t0)
         figures["duplicates view, warm (median)"] = statistics.median(warm)
+        if args.before:
+            figures["previous form, warm (median)"] = statistics.median(before)
+            same = ([tuple(r) for r in inspector.duplicates(topic).collect()]
+                    == [tuple(r) for r in before_duplicates(inspector, topic).collect()])
+            print(f"  -> the view and its previous form return the same rows: {same}")
         # Where the view's seconds go: reading the records alone (count() decodes
         # nothing: Spark prunes from_json away), the rest is decoding and grouping.
         timed("Kafka scan alone: topic(...).count(), warm",
@@ -201,6 +255,9 @@ def main() -> None:
           f"{verdict(warm_s <= 5)}")
     print(f"  duplicates view, cold          {figures['duplicates view, cold']:6.2f} s   "
           "(no goal)")
+    if "previous form, warm (median)" in figures:
+        print(f"  previous form, warm median     {figures['previous form, warm (median)']:6.2f} s"
+              "   (the view as it was, same run; no goal)")
     scan = figures["Kafka scan alone: topic(...).count(), warm"]
     print(f"  of which the Kafka scan alone  {scan:6.2f} s   (reference: one JVM consumer "
           f"reads ~1M small records/s, {args.records / 1e6:.1f} s here)")

@@ -327,6 +327,58 @@ def test_non_lab_values_give_nulls_not_errors(cluster1, inspector) -> None:
     assert inspector.duplicates(topic).count() == 0
 
 
+def test_lab_values_decode_as_from_json_does(cluster1, inspector) -> None:
+    """The duplicates view cuts values in values.encode's exact layout by position
+    (inspector._lab_value) and leaves the rest to from_json: both must give what
+    from_json alone gives, on values at and just past the edges of that layout. Each
+    value is written twice, so each decoded one is a duplicate."""
+    from pyspark.sql import functions as F
+
+    odd = [
+        encode("p", 1), encode("p", 2, payload_size=20), encode("a:b", 3), encode("", 7),
+        encode("p", -3), encode("p", 2**62), encode("p", 10**17), encode('q"uote', 4),
+        encode("\u00e9", 5), '{"producer":"\u00e9","seq":5,"payload":""}'.encode(),
+        b'{"producer":"p","seq":-0,"payload":""}', b'{"producer":"p","seq":007,"payload":""}',
+        b'{"producer":"p","seq":99999999999999999999,"payload":""}',
+        b'{"producer": "p", "seq": 1, "payload": ""}', b'{"seq":1,"producer":"p","payload":""}',
+        b'{"producer":"p","seq":1,"payload":""}\n',
+        '{"producer":"p","seq":9,"payload":""}\u2028'.encode(),
+        b'{"producer":"p","seq":"6","payload":""}', b'{"producer":"p","seq":6.0,"payload":""}',
+        b'{"producer":"p","seq":8,"payload":"\\\\"}', b'{"producer":"p","seq":8,"payload":"\x01"}',
+        b'{"producer":"p","seq":1,"payload":""}{}', b'{"producer":"p","seq":1}',
+        b'{"producer":"p","seq":11,"payload":5}', b"not json", None, b"\xff\xfe",
+    ]
+    topic = new_topic(cluster1, 1)
+    producer = Producer(config(cluster1.bootstrap_servers))
+    for value in odd + odd:
+        producer.produce(topic, value, b"k", partition=0)
+    assert producer.flush(30) == 0
+    bounds = inspector.bounds(topic)
+    raw = inspector._raw(topic, "read_committed", bounds, headers=False)
+    fast = raw.where(F.col("value").cast("string").rlike(inspector_module._ENCODED)).count()
+    # The 7 values in encode's layout (seq up to 18 digits) take the fast path at least.
+    assert fast >= 2 * 7, "the layout's fast path was not taken: the test proves nothing"
+    parsed = F.from_json(F.col("value").cast("string"), inspector_module._value_schema(),
+                         {"mode": "PERMISSIVE"})
+    reference = sorted(
+        (r["offset"], r["producer"], r["seq"]) for r in raw.select(
+            "offset", parsed.getField("producer").alias("producer"),
+            parsed.getField("seq").alias("seq")).collect())
+    decoded = sorted((r["offset"], r["producer"], r["seq"]) for r in inspector._lab_values(
+        topic, "read_committed", bounds).collect())
+    assert decoded == reference
+    groups: dict[tuple[str, int], list[list[int]]] = {}
+    for offset, prod, seq in reference:
+        if prod is not None and seq is not None:
+            groups.setdefault((prod, seq), []).append([0, offset])
+    expected = [(f"{p}:{q}", p, q, len(places), places)
+                for (p, q), places in sorted(groups.items()) if len(places) > 1]
+    assert len(expected) > 10
+    got = [(r.value, r.producer, r.seq, r.copies, [list(x) for x in r.offsets])
+           for r in inspector.duplicates(topic).collect()]
+    assert got == expected
+
+
 def test_bad_arguments_name_the_value(inspector, duplicated) -> None:
     topic, _ = duplicated
     with pytest.raises(BadValue, match="isolation='serializable'.*read_committed"):
