@@ -145,6 +145,13 @@ def check_caches() -> list[Check]:
                      str(archive) if archive.exists()
                      else "none: each Kafka tool starts ~0.4 s slower",
                      "run `make setup` (it records one)"))
+    from .inspector import class_archive as spark_archive
+
+    archive = spark_archive()
+    out.append(Check("spark class archive", "PASS" if archive.exists() else "WARN",
+                     str(archive) if archive.exists()
+                     else "none: the Spark session starts ~2 s slower",
+                     "run `make setup` (it records one)"))
     return out
 
 

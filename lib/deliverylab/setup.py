@@ -22,20 +22,23 @@ from .errors import LabError
 from .java import find_java
 
 
-def build_class_archives(tools_too: bool = True) -> None:
-    """Record the class-data-sharing archives, once: the broker's (``class_archive``)
-    and, with ``tools_too``, Kafka's tools' (``tools.class_archive``).
+def build_class_archives(tools_too: bool = True, spark_too: bool = True) -> None:
+    """Record the class-data-sharing archives, once: the broker's (``class_archive``),
+    with ``tools_too`` Kafka's tools' (``tools.class_archive``) and with ``spark_too``
+    the Spark driver's (``inspector.class_archive``, recorded in a child process).
 
     A one-node cluster is started -- for the broker's, with ``-XX:ArchiveClassesAtExit``
     -- a tool is recorded against it, and the broker is stopped with a SIGTERM
     (``keep_data``) so the JVM exits normally and writes its archive. Each is written
     beside its final name and renamed, so a half-written archive is never used.
     """
+    from . import inspector
     from .cluster import Cluster
     from .cluster.local import class_archive
 
     final = class_archive()
-    wanted = {"broker": final, **({"tools": tools.class_archive()} if tools_too else {})}
+    wanted = {"broker": final, **({"tools": tools.class_archive()} if tools_too else {}),
+              **({"spark": inspector.class_archive()} if spark_too else {})}
     for what, path in wanted.items():
         if path.exists():
             print(f"{what} class archive: {path}")
@@ -56,6 +59,10 @@ def build_class_archives(tools_too: bool = True) -> None:
             got = tools.record_class_archive(cluster.bootstrap_servers)
             print(f"tools class archive: {got}" if got else
                   "tools class archive: the JVM wrote none; tools will start without it")
+        if "spark" in missing:
+            got = inspector.record_class_archive(cluster.bootstrap_servers)
+            print(f"spark class archive: {got}" if got else "spark class archive: the JVM "
+                  "wrote none; Spark sessions will start without it")
         if record_broker:
             # The JVM writes the archive (tens of MB) while it exits: give it time,
             # since stop() would SIGKILL a node that takes longer than a normal shutdown.
@@ -89,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jars: {len(got)} downloaded, all checksums match the pins "
               f"({time.monotonic() - t0:.1f}s)")
         if "kafka" in args.components and not args.no_archive:
-            build_class_archives(tools_too="tools" in args.components)
+            build_class_archives(tools_too="tools" in args.components,
+                                 spark_too="spark-kafka" in args.components)
     except LabError as exc:
         print(f"setup failed: {exc}", file=sys.stderr)
         return 1

@@ -68,6 +68,8 @@ def test_empty_cache_fails_and_names_make_setup(empty_cache):
     assert f"{jars.pinned('kafka')[0].name} (missing)" in checks["kafka jars"].detail
     assert checks["class archive"].status == "WARN"
     assert checks["tools class archive"].status == "WARN"
+    assert checks["spark class archive"].status == "WARN"
+    assert "make setup" in checks["spark class archive"].fix
 
 
 def test_corrupt_and_missing_jars_are_named(empty_cache):
