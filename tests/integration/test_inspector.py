@@ -8,6 +8,9 @@ so a marker is "an offset no send was acknowledged at".
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -439,3 +442,36 @@ def test_plots_render_to_png(inspector, duplicated, transactional, tmp_path) -> 
                         aborted=inspector.aborted(txn_topic).toPandas(),
                         title="read_uncommitted", save=tmp_path / "strips_uncommitted.png")
     assert _is_png(tmp_path / "strips.png") and _is_png(tmp_path / "strips_uncommitted.png")
+
+
+_MAPPED = """
+import sys
+from deliverylab import inspector
+opts = " ".join([inspector._driver_java_options(), "-Xshare:on", *sys.argv[1:]])
+print("options", opts)
+spark = inspector._start("local[1]", {"spark.driver.extraJavaOptions": opts})
+print("version", spark.version)
+"""
+
+
+def _session_with_xshare_on(*extra: str) -> subprocess.CompletedProcess:
+    lib = str(Path(inspector_module.__file__).parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([lib, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", _MAPPED, *extra], env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_setup_recorded_the_spark_archive_the_session_maps(tmp_path) -> None:
+    """``-Xshare:on`` makes a driver JVM that cannot map its archive exit at launch, so a
+    session starting here really loads its classes from ``make setup``'s archive (in a
+    child process: one driver JVM per Python process)."""
+    archive = inspector_module.class_archive()
+    assert archive.exists(), "make setup records it: run `make setup`"
+    done = _session_with_xshare_on()
+    assert f"-XX:SharedArchiveFile={archive}" in done.stdout, done.stdout[-2000:]
+    assert done.returncode == 0 and "version" in done.stdout, done.stderr[-2000:]
+    # The same launch with an archive that is not there fails (the JVM takes the last
+    # of a repeated flag): the check above can fail.
+    done = _session_with_xshare_on(f"-XX:SharedArchiveFile={tmp_path / 'none.jsa'}")
+    assert done.returncode != 0 and "version" not in done.stdout
+    assert "shared archive" in done.stdout + done.stderr
