@@ -165,8 +165,13 @@ def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | No
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")])}
     code = "import sys; from deliverylab import inspector; inspector._record(*sys.argv[1:])"
-    done = subprocess.run([sys.executable, "-c", code, bootstrap, str(partial)], env=env,
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    try:
+        done = subprocess.run([sys.executable, "-c", code, bootstrap, str(partial)], env=env,
+                              capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:  # sessions then start without it, as on a miss
+        partial.unlink(missing_ok=True)
+        return None
     if done.returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)
         return None
