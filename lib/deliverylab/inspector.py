@@ -126,17 +126,45 @@ def _log_config() -> Path:
     return path
 
 
+#: A Spark class archive of another key unused this long is removed when one is recorded
+#: (each venv records its own: ~150 MB each).
+ARCHIVE_MAX_AGE_S = 7 * 24 * 3600
+
+
 def class_archive() -> Path:
     """Where the Spark driver's class-data-sharing archive lives (``make setup``).
 
     The driver JVM loads ~20k classes at start; mapped from this archive the session
     starts in ~3.1 s instead of ~5.1 s (2 cores, medians of 5 fresh processes).
-    Named after Spark's version, so a new pin records a new one; a JVM handed an
-    archive of another classpath or Java ignores it without a word (-Xshare:auto).
+    Its name carries Spark's version and a key of what the JVM checks before it maps an
+    archive: the driver's classpath (pyspark's jars, their paths, sizes and modification
+    times: another venv, or a reinstall, changes them) and the Java that runs it. A JVM
+    handed an archive that does not match ignores it (-Xshare:auto) and starts ~2 s
+    slower, so each venv gets its own, recorded by its ``make setup``.
     """
-    from pyspark import __version__
+    import hashlib
 
-    return jars.cache_dir() / f"spark-{__version__}-driver.jsa"
+    import pyspark
+
+    key = hashlib.sha1()
+    try:
+        key.update(str(Path(java_home()).resolve()).encode())
+    except Exception:  # no Java 17+: the session will say so; any key will do
+        key.update(b"no-java")
+    for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")):
+        st = jar.stat()
+        key.update(f"{jar}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return jars.cache_dir() / f"spark-{pyspark.__version__}-{key.hexdigest()[:10]}-driver.jsa"
+
+
+def _prune_archives(keep: Path, max_age_s: float = ARCHIVE_MAX_AGE_S) -> None:
+    """Remove Spark class archives of other keys not modified for ``max_age_s``."""
+    for old in keep.parent.glob("spark-*-driver.jsa"):
+        try:
+            if old != keep and time.time() - old.stat().st_mtime > max_age_s:
+                old.unlink()
+        except OSError:
+            pass
 
 
 def _driver_java_options(archive: Path | None = None, record: Path | None = None) -> str:
@@ -176,6 +204,7 @@ def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | No
         partial.unlink(missing_ok=True)
         return None
     partial.rename(final)
+    _prune_archives(final)
     return final
 
 

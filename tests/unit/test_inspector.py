@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,37 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_class_archive_is_named_after_sparks_version_in_the_cache(cache):
     archive = inspector.class_archive()
     assert archive.parent == cache
-    assert archive.name == f"spark-{spark_version}-driver.jsa"
+    assert archive.name.startswith(f"spark-{spark_version}-")
+    assert archive.name.endswith("-driver.jsa")
+    assert inspector.class_archive() == archive  # the same venv, the same archive
+
+
+def test_the_archive_s_key_changes_with_the_driver_classpath(cache, tmp_path, monkeypatch):
+    """A JVM maps an archive only for the classpath it was recorded with: another venv
+    (or a reinstall: new modification times) must get a name of its own."""
+    import pyspark
+
+    before = inspector.class_archive()
+    fake = tmp_path / "pyspark"
+    (fake / "jars").mkdir(parents=True)
+    (fake / "jars" / "a.jar").write_bytes(b"jar")
+    monkeypatch.setattr(pyspark, "__file__", str(fake / "__init__.py"))
+    other = inspector.class_archive()
+    assert other != before
+    os.utime(fake / "jars" / "a.jar", ns=(1, 1))
+    assert inspector.class_archive() not in (other, before)
+
+
+def test_recording_prunes_only_old_archives_of_other_keys(cache):
+    keep = cache / "spark-4.0.0-aaaa-driver.jsa"
+    old = cache / "spark-4.0.0-bbbb-driver.jsa"
+    recent = cache / "spark-4.0.0-cccc-driver.jsa"
+    for f in (keep, old, recent):
+        f.write_bytes(b"x")
+    os.utime(old, (1, 1))
+    os.utime(keep, (1, 1))
+    inspector._prune_archives(keep)
+    assert keep.exists() and recent.exists() and not old.exists()
 
 
 def test_without_an_archive_the_driver_gets_only_the_log_config(cache):
