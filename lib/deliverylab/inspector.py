@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka.admin import AdminClient
 
 from . import clients, jars, readers
-from .errors import JarsUnavailable, bad_value
+from .errors import JarsUnavailable, JavaNotFound, bad_value
 from .history import History, Op, Read
-from .java import find_java, java_home
+from .java import find_java, java_home, record_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -149,7 +149,7 @@ def class_archive() -> Path:
     key = hashlib.sha1()
     try:
         key.update(str(Path(java_home()).resolve()).encode())
-    except Exception:  # no Java 17+: the session will say so; any key will do
+    except JavaNotFound:  # the session will say so; any key will do
         key.update(b"no-java")
     for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")):
         st = jar.stat()
@@ -167,14 +167,13 @@ def _prune_archives(keep: Path, max_age_s: float = ARCHIVE_MAX_AGE_S) -> None:
             pass
 
 
-def _driver_java_options(archive: Path | None = None, record: Path | None = None) -> str:
+def _driver_java_options(record: Path | None = None) -> str:
     """spark.driver.extraJavaOptions: our log config, plus the class archive when one
     exists (or, with ``record``, the file to record one into at the JVM's exit)."""
-    archive = class_archive() if archive is None else archive
     opts = [f"-Dlog4j.configurationFile={_log_config()}"]
     if record is not None:
         opts.append(f"-XX:ArchiveClassesAtExit={record}")
-    elif archive.exists():
+    elif (archive := class_archive()).exists():
         opts += [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
     return " ".join(opts)
 
@@ -184,28 +183,17 @@ def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | No
     JVM per process): start the session, read a few records from ``bootstrap``, stop,
     and wait for the JVM to exit, when it writes the archive. Written beside its final
     name and renamed: a half-written archive is never used. None if none was written."""
-    import subprocess
     import sys
 
+    from .serviceprocs import child_env
+
     final = final or class_archive()
-    partial = final.with_suffix(".partial.jsa")
-    partial.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")])}
     code = "import sys; from deliverylab import inspector; inspector._record(*sys.argv[1:])"
-    try:
-        done = subprocess.run([sys.executable, "-c", code, bootstrap, str(partial)], env=env,
-                              capture_output=True, text=True, timeout=300,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:  # sessions then start without it, as on a miss
-        partial.unlink(missing_ok=True)
-        return None
-    if done.returncode != 0 or not partial.exists():
-        partial.unlink(missing_ok=True)
-        return None
-    partial.rename(final)
-    _prune_archives(final)
-    return final
+    got = record_archive(final, lambda partial: [sys.executable, "-c", code, bootstrap,
+                                                 str(partial)], timeout=300, env=child_env())
+    if got is not None:
+        _prune_archives(got)
+    return got
 
 
 def _record(bootstrap: str, partial: str) -> None:
@@ -215,9 +203,9 @@ def _record(bootstrap: str, partial: str) -> None:
     from pyspark import SparkContext
 
     topic = "deliverylab-class-archive"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(clients.config(bootstrap))
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap})
+    producer = Producer(clients.config(bootstrap))
     for i in range(100):
         producer.produce(topic, str(i).encode())
     producer.flush(30)
@@ -643,11 +631,10 @@ class Inspector:
         ``[partition, offset]`` pairs, the checker's format). Copies in different
         partitions count too: a value is unique per topic, not per partition.
         """
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         self._check_isolation(isolation)
-        from pyspark.sql import Window
-
         # Nearly every value is stored once, so the question is answered in two steps:
         # a count per value over the whole read, then offsets for the few kept values.
         # The count is a window over one shuffle and one sort; an aggregate that also

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -72,3 +73,27 @@ def find_java() -> str:
 def java_home() -> str:
     """JAVA_HOME for child processes (Spark's launcher wants it)."""
     return str(Path(os.path.realpath(find_java())).parent.parent)
+
+
+def record_archive(final: Path, command: Callable[[Path], list[str]], timeout: float,
+                   env: dict[str, str] | None = None) -> Path | None:
+    """Run ``command(partial)`` -- a process whose JVM records a class-data-sharing
+    archive into ``partial`` as it exits (``-XX:ArchiveClassesAtExit``) -- and move the
+    archive to ``final``.
+
+    Written beside its final name and renamed, so a half-written archive is never
+    mapped. None when no archive came (the process failed, timed out or wrote none): not
+    fatal, the JVMs that would map it just start slower.
+    """
+    partial = final.with_suffix(".partial.jsa")
+    partial.unlink(missing_ok=True)
+    try:
+        done = subprocess.run(command(partial), capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+    except subprocess.TimeoutExpired:
+        done = None
+    if done is None or done.returncode != 0 or not partial.exists():
+        partial.unlink(missing_ok=True)
+        return None
+    partial.rename(final)
+    return final

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import jars
 from .errors import LabError, bad_value
-from .java import find_java
+from .java import find_java, record_archive
 
 #: name -> (jar set, Java main class, takes --bootstrap-server). Main classes checked
 #: against the 4.1.1 jars (kafka-dump-log is still the Scala one, in the broker jar).
@@ -92,18 +92,9 @@ def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | No
     against a running broker (the admin client's classes are what every tool loads).
     Written beside its final name and renamed: a half-written archive is never used.
     None if the JVM wrote none (not fatal: tools just start slower)."""
-    final = final or class_archive()
-    partial = final.with_suffix(".partial.jsa")
-    partial.unlink(missing_ok=True)
-    cmd = java_command("kafka-transactions", "--bootstrap-server", bootstrap, "list",
-                       jvm_opts=(f"-XX:ArchiveClassesAtExit={partial}",), shared=False)
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
-    if done.returncode != 0 or not partial.exists():
-        partial.unlink(missing_ok=True)
-        return None
-    partial.rename(final)
-    return final
+    return record_archive(final or class_archive(), lambda partial: java_command(
+        "kafka-transactions", "--bootstrap-server", bootstrap, "list",
+        jvm_opts=(f"-XX:ArchiveClassesAtExit={partial}",), shared=False), timeout=120)
 
 
 def launcher(name: str) -> list[str]:

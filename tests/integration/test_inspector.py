@@ -8,7 +8,6 @@ so a marker is "an offset no send was acknowledged at".
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
@@ -25,6 +24,7 @@ from deliverylab.cluster import Cluster
 from deliverylab.errors import BadValue
 from deliverylab.history import History
 from deliverylab.inspector import Inspector
+from deliverylab.serviceprocs import child_env
 from deliverylab.values import ValueId, encode
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
@@ -455,9 +455,7 @@ print("version", spark.version)
 
 
 def _session_with_xshare_on(*extra: str) -> subprocess.CompletedProcess:
-    lib = str(Path(inspector_module.__file__).parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([lib, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", _MAPPED, *extra], env=env,
+    return subprocess.run([sys.executable, "-c", _MAPPED, *extra], env=child_env(),
                           capture_output=True, text=True, timeout=180)
 
 
