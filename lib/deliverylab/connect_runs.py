@@ -29,6 +29,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -320,7 +321,6 @@ class Runs:
             zombie_fenced_lines=len(connect.fenced_lines(owner)) - fenced_before)
         return result
 
-
     def zombies(self, *connects: Connect, rate: float = 20.0, after_resume: float = 6.0
                 ) -> list[RunResult]:
         """:meth:`zombie` on each Connect cluster at the same time, results in order.
@@ -335,24 +335,10 @@ class Runs:
             raise bad_value("connects", connects, "one or more different Connect clusters")
         for connect in connects:
             self._heal(connect)
-        results: list[RunResult | BaseException | None] = [None] * len(connects)
-
-        def run(i: int) -> None:
-            try:
-                results[i] = self.zombie(connects[i], rate, after_resume)
-            except BaseException as exc:  # re-raised below, in the caller's thread
-                results[i] = exc
-
-        threads = [threading.Thread(target=run, args=(i,), name=f"zombie-{i}", daemon=True)
-                   for i in range(len(connects))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return results  # type: ignore[return-value]
+        # f.result() re-raises a run's error here, in the caller's thread.
+        with ThreadPoolExecutor(len(connects), thread_name_prefix="zombie") as pool:
+            runs = [pool.submit(self.zombie, c, rate, after_resume) for c in connects]
+            return [run.result() for run in runs]
 
 
 def fence_from_python(runs: Runs, connect: Connect) -> RunResult:

@@ -74,7 +74,8 @@ def test_zombies_heal_every_cluster_first_then_run_side_by_side(tmp_path: Path):
     runs = _Zombies(tmp_path)
     results = runs.zombies("plain", "eos")
     assert [r[0] for r in results] == ["plain", "eos"]  # in the order asked
-    assert {r[1] for r in results} == {"zombie-0", "zombie-1"}  # each on its own thread
+    assert len({r[1] for r in results}) == 2  # each on its own thread
+    assert all(r[1].startswith("zombie") for r in results)
     kinds = [kind for kind, _ in runs.events]
     assert kinds[:2] == ["heal", "heal"]  # a heal inside a run would wake the other's zombie
     assert kinds[2:4] == ["start", "start"]  # at the same time, not one after the other
