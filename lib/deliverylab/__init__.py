@@ -54,6 +54,7 @@ _MODULES: dict[str, str] = {
     "connect_runs": "Runs SourceFile fence_from_python",
     "connect_panel": "ConnectPanel plot_copies",
     "bugs": "",
+    "grade": "",  # a callable module: dl.grade("02") grades, dl.grade.EXERCISES lists
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

@@ -1,0 +1,134 @@
+"""The graded exercises: each one's contract, faults, properties and hints, named once.
+
+An exercise is a function the student writes in a ``.py`` file next to the chapter
+(``labs/exercises/NN_<name>.py``). The grader runs it in a child process under each of
+the exercise's faults (names of :data:`deliverylab.faults.FAULTS`, plus ``none``, the
+control run) and judges each run's History with the Checker; a *property* turns the
+Checker's counts into pass or fail, and carries the one-line hint a failing student
+reads (the concept, never the answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import bad_value
+from ..faults import FAULTS
+
+#: The repository root (exercises live in labs/, references in solutions/).
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class Property:
+    """One thing every run must show: ``holds(counts, fault)`` says whether it did."""
+
+    name: str
+    says: str
+    holds: Callable[[dict[str, int], str], bool]
+    hint: str
+    #: The anomaly whose example values the report shows when this property fails.
+    anomaly: str = ""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise: where its files are, what runs it, how it is judged."""
+
+    id: str
+    name: str
+    chapter: str
+    function: str
+    faults: tuple[str, ...]
+    properties: tuple[Property, ...]
+    values: int = 60
+    batch: int = 10
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for f in self.faults:
+            if f != "none" and f not in FAULTS:
+                raise bad_value("fault", f, "'none' or a name of deliverylab.faults.FAULTS")
+
+    @property
+    def starter(self) -> Path:
+        return ROOT / "labs" / "exercises" / f"{self.id}_{self.name}.py"
+
+    @property
+    def solutions(self) -> Path:
+        return ROOT / "solutions" / f"{self.id}_{self.name}"
+
+    @property
+    def reference(self) -> Path:
+        return self.solutions / "reference.py"
+
+    def wrong(self) -> dict[str, Path]:
+        """The known-wrong solutions, by what they get wrong (``wrong_<what>.py``)."""
+        return {p.stem.removeprefix("wrong_"): p
+                for p in sorted(self.solutions.glob("wrong_*.py"))}
+
+    def prop(self, name: str) -> Property:
+        for p in self.properties:
+            if p.name == name:
+                return p
+        raise bad_value("property", name, "one of " + ", ".join(p.name for p in self.properties))
+
+
+def _nothing_lost(counts: dict[str, int], fault: str) -> bool:
+    return counts.get("lost", 0) == 0 and counts.get("pipeline_missing", 0) == 0
+
+
+def _one_batch_redone(batch: int) -> Callable[[dict[str, int], str], bool]:
+    def holds(counts: dict[str, int], fault: str) -> bool:
+        return counts.get("pipeline_extra", 0) <= (0 if fault == "none" else batch)
+    return holds
+
+
+def _finishes(counts: dict[str, int], fault: str) -> bool:
+    return counts.get("unfinished", 0) == 0 and counts.get("fault_missed", 0) == 0
+
+
+FINISHES = Property(
+    "finishes", "the stage processes its whole input and returns when running() is False",
+    _finishes,
+    "Your loop must keep polling while running() is True, return when it is False, and "
+    "never raise: read the child's error in the excerpt.")
+
+CONSUME_LOOP = Exercise(
+    id="02", name="consume_loop", chapter="02_at_least_once", function="consume_loop",
+    faults=("none", "crash_consumer", "lose_ack"),
+    properties=(
+        Property("nothing_lost", "every input value reaches the output topic",
+                 _nothing_lost,
+                 "A restarted stage resumes after the last committed offset: a committed "
+                 "offset is a promise that everything before it is done. Was it?",
+                 anomaly="pipeline_missing"),
+        Property("one_batch_redone", "a crash makes the restarted stage redo at most the "
+                 "batch in flight (no fault: nothing twice)",
+                 _one_batch_redone(10),
+                 "A restarted stage redoes everything since its last commit: how much work "
+                 "does your loop leave uncommitted at any moment?",
+                 anomaly="pipeline_extra"),
+        FINISHES,
+    ),
+    # Output batched for 100 ms (linger.ms): a produce() call is not a write.
+    settings={"linger.ms": 100},
+)
+
+#: Every exercise, by id ("02") and by name ("consume_loop").
+EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP,)}
+
+
+def exercise(name: str | Exercise) -> Exercise:
+    """Look an exercise up by id or name; one clear line for anything else."""
+    if isinstance(name, Exercise):
+        return name
+    key = str(name).strip()
+    for e in EXERCISES.values():
+        if key in (e.id, e.name, f"{e.id}_{e.name}", e.chapter):
+            return e
+    raise bad_value("exercise", name, "one of " + ", ".join(
+        f"{e.id} ({e.name})" for e in EXERCISES.values()))

@@ -1,0 +1,220 @@
+"""One graded run: a student's stage, in its own process, under one fault and one seed.
+
+Every run has the same shape, so that runs of different solutions compare:
+
+1. fresh input and output topics, a fresh consumer group (one cluster serves a grade);
+2. the lab writes ``values`` unique values to the input (at least once, recorded);
+3. the fault is armed (``lose_ack``: the next produce response of the output's leader
+   is dropped) and the student's stage runs as ``stage-0`` in a child process
+   (:mod:`deliverylab.grade.child`); under ``crash_consumer`` that process SIGKILLs
+   itself at the seeded point and ``stage-1``, a fresh process in the same group, takes
+   over, as a restarted service would;
+4. the cluster is healed, the children's events become History ops, both topics are read
+   back, and the Checker judges: its counts (plus ``unfinished``, ``fault_missed``)
+   decide each property of the exercise.
+
+The seed decides the crash point, nothing else: the same seed replays the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import checker as C
+from ..history import History
+from ..modes import AT_LEAST_ONCE
+from ..nemesis import Nemesis
+from ..readers import bounds, read_back
+from ..workload import ProducerWorkload
+from .exercises import Exercise
+
+#: Seconds one stage process may take before it is killed and counted ``unfinished``.
+STAGE_TIMEOUT = 60.0
+
+
+@dataclass
+class Run:
+    """One run's evidence and verdict."""
+
+    exercise: str
+    fault: str
+    seed: int
+    counts: dict[str, int]
+    passed: dict[str, bool]
+    result: C.Result | None = None
+    history: History | None = None
+    topics: tuple[str, str] = ("", "")
+    seconds: float = 0.0
+    plan: dict[str, Any] = field(default_factory=dict)
+    #: Tails of the stage processes' error output, when one failed on its own.
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(self.passed.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fault": self.fault, "seed": self.seed, "seconds": round(self.seconds, 2),
+                "plan": self.plan, "counts": self.counts, "passed": self.passed,
+                "topics": list(self.topics), "errors": self.errors}
+
+
+def kill_plan(exercise: Exercise, fault: str, seed: int) -> dict[str, Any]:
+    """Where the seeded crash lands: right after the stage's ``after_commits``-th commit
+    returned, or when it hands its ``at_value``-th value to its producer, whichever comes
+    first. The value is always past the commit for a stage that commits once per batch,
+    so such a stage dies right after a commit, and one that commits later (or never)
+    still dies, midway."""
+    if fault != "crash_consumer":
+        return {}
+    rng = random.Random(seed)
+    after = rng.randint(1, 3)
+    value = rng.randint(exercise.batch * after + 15, exercise.values - 5)
+    return {"kill_after_commits": after, "kill_at_value": value}
+
+
+def to_history(events: list[dict[str, Any]], history: History) -> None:
+    """The stage processes' events as History ops (times on the History's clock).
+
+    A value handed to a producer whose delivery report never came (its process was
+    killed) becomes an ``info`` send: maybe written, as the lab records every send.
+    """
+    t0 = history.now()
+    now = time.monotonic()
+    handed: dict[tuple[str, str, str], int] = {}
+    for e in sorted(events, key=lambda e: e["t"]):
+        at = round(t0 - (now - e["t"]), 6)
+        values = [v for v in e.get("values") or [] if v]
+        kind = e["kind"]
+        if kind == "handed":
+            for v in values:
+                k = (e["process"], e["topic"], v)
+                handed[k] = handed.get(k, 0) + 1
+            continue
+        if kind == "send":
+            for v in values:
+                k = (e["process"], e["topic"], v)
+                handed[k] = handed.get(k, 0) - 1
+        if kind not in ("poll", "send", "commit", "fault"):
+            continue
+        history.record(e["process"], kind, e.get("outcome", "ok"), values,
+                       topic=e.get("topic"), partition=e.get("partition"),
+                       offset=e.get("offset"), error=e.get("error"),
+                       detail=e.get("detail"), fault=e.get("fault"), time=at)
+    for (process, topic, value), n in handed.items():
+        for _ in range(n):
+            history.record(process, "send", "info", [value], topic=topic,
+                           detail="handed to the producer, never reported: the process "
+                           "died first (maybe written)")
+
+
+class Stage:
+    """Starts the student's stage processes of one run and waits for them."""
+
+    def __init__(self, exercise: Exercise, solution: Path, cluster: Any, source: str,
+                 sink: str, group: str, workdir: Path) -> None:
+        from ..serviceprocs import Children  # lazy: the reaper is not vocabulary
+
+        self.children = Children()
+        self.exercise, self.solution, self.cluster = exercise, solution, cluster
+        self.source, self.sink, self.group, self.workdir = source, sink, group, workdir
+        self.events = workdir / "events.jsonl"
+        ends = {b["partition"]: b["high_watermark"] for b in bounds(cluster, source)}
+        self.base = {
+            "solution": str(solution), "function": exercise.function,
+            "bootstrap": cluster.bootstrap_servers, "input": source, "output": sink,
+            "group": group, "events": str(self.events), "ends": ends,
+            "timeout": STAGE_TIMEOUT - 5,
+            "consumer": {**AT_LEAST_ONCE.consumer, "enable.auto.commit": False},
+            "producer": {**AT_LEAST_ONCE.producer, **exercise.settings},
+        }
+
+    def run(self, process: str, plan: dict[str, Any]) -> tuple[str, str]:
+        """Run one stage process to its end; returns (how it ended, error tail)."""
+        from ..serviceprocs import child_env, python_module
+
+        spec = self.workdir / f"{process}.json"
+        spec.write_text(json.dumps({**self.base, **plan, "process": process}))
+        log = self.workdir / f"{process}.log"
+        proc = self.children.start(process, python_module("grade.child", str(spec)), log,
+                                   env=child_env())
+        try:
+            code = proc.wait(STAGE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.children.kill(proc)
+            return "timeout", f"{process} still ran after {STAGE_TIMEOUT:.0f} s: killed"
+        finally:
+            self.children.stop(proc)
+        if code == -9:
+            return "killed", ""
+        if code != 0:
+            text = log.read_text(errors="replace").strip().splitlines()
+            return "error", "\n".join(text[-12:])
+        return "done", ""
+
+    def read_events(self) -> list[dict[str, Any]]:
+        if not self.events.exists():
+            return []
+        return [json.loads(line) for line in self.events.read_text().splitlines()
+                if line.strip()]
+
+    def close(self) -> None:
+        self.children.close()
+
+
+def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
+             cluster: Any) -> Run:
+    """One run of ``solution`` under ``fault`` with ``seed`` on a running ``cluster``."""
+    t0 = time.monotonic()
+    tag = f"grade{exercise.id}-{fault}-{seed}-{uuid.uuid4().hex[:6]}"
+    source, sink, group = f"in-{tag}", f"out-{tag}", f"{tag}-group"
+    topic_config = {"min.insync.replicas": min(2, cluster.size)}
+    for name in (source, sink):
+        cluster.create_topic(name, partitions=3, config=topic_config)
+    history = History()
+    ProducerWorkload(cluster, source, AT_LEAST_ONCE, history, process="producer-0").run(
+        exercise.values)
+    nemesis = Nemesis(cluster, history=history)
+    plan = kill_plan(exercise, fault, seed)
+    counts: dict[str, int] = {"unfinished": 0, "fault_missed": 0}
+    errors: list[str] = []
+    loss = None
+    with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
+        stage = Stage(exercise, solution, cluster, source, sink, group, Path(tmp))
+        try:
+            if fault == "lose_ack":
+                loss = nemesis.lose_ack(node=cluster.leader(sink, 0), count=1)
+            ended, err = stage.run("stage-0", plan)
+            if fault == "crash_consumer":
+                if ended == "killed":
+                    ended, err = stage.run("stage-1", {})
+                elif ended == "done":  # it never reached the crash point
+                    counts["fault_missed"] += 1
+            if ended != "done":
+                counts["unfinished"] += 1
+                if err:
+                    errors.append(err)
+            if loss is not None:
+                counts["acks_lost"] = loss.handle.dropped
+            nemesis.heal()
+            to_history(stage.read_events(), history)
+        finally:
+            nemesis.heal()
+            stage.close()
+    if loss is not None and not counts["acks_lost"] and any(
+            op.kind == "send" and op.topic == sink for op in history):
+        counts["fault_missed"] += 1
+    reads = read_back(cluster, [source, sink], "read_uncommitted")
+    result = C.check(history, reads, C.ANOMALIES, pipeline=(source, sink))
+    counts.update(result.counts)
+    passed = {p.name: p.holds(counts, fault) for p in exercise.properties}
+    return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
+               time.monotonic() - t0, plan, errors)
