@@ -42,7 +42,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                    and o["crash_pipeline_extra"] >= 1
                                    and o["stall_redone"] >= 1
                                    and o["stall_rejected_commits"] >= 1
-                                   and o["lost"] == 0 and o["pipeline_missing"] == 0),
+                                   and o["lost"] == 0 and o["pipeline_missing"] == 0
+                                   and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "03_idempotent_producer": lambda o: (o["plain_copies"] == 2 and o["idempotent_copies"] == 1
                                          and o["acks_lost_by_buttons"] >= 1
                                          and o["stream_duplicates"] == 0
@@ -144,6 +145,15 @@ def test_every_chapter_has_parameters_and_a_claim(path: Path):
     assert "cluster.stop()" in "".join(code[-1]["source"]), "last cell stops the cluster"
 
 
+#: Chapters with a graded exercise: CI injects the reference solution (``solution``,
+#: outside labs/), one seed per fault, and the chapter asserts that it passes its grade.
+SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
+GRADED: dict[str, dict[str, Any]] = {
+    "02_at_least_once": {"solution": str(SOLUTIONS / "02_consume_loop" / "reference.py"),
+                         "grade_seeds": 1},
+}
+
+
 def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> Observed:
     """Run one chapter headless on ``backend`` (and ``extra`` parameters) and hold it
     to its claim; returns what it observed."""
@@ -151,7 +161,7 @@ def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> O
     out = Path(artifacts) / ("labs" if variant == "local" else f"labs-{variant}")
     os.environ.setdefault("DELIVERYLAB_PROGRESS", "text")
     run = course.run_chapter(chapter, out, LABS, small=True, html=False,
-                             extra={"backend": backend, **extra})
+                             extra={"backend": backend, **GRADED.get(chapter, {}), **extra})
     print(f"{chapter} on {backend}: {run.wall_seconds:.0f} s wall; "
           f"results: {json.dumps(run.results)}")
     where = f"(executed notebook: {run.notebook})"

@@ -64,12 +64,15 @@ def _offsets_text(offsets: list[TopicPartition]) -> str:
 
 
 class KillPlan:
-    """The seeded crash: SIGKILL after the n-th commit, or at the k-th value handed."""
+    """The seeded crash: SIGKILL after the n-th commit, or at the k-th value handed.
+
+    ``counts`` says which call is "a commit": the consumer's ``commit`` (exercise 02)
+    or the producer's ``commit_transaction`` (exercise 04)."""
 
     def __init__(self, events: Events, after_commits: int | None,
-                 at_value: int | None) -> None:
+                 at_value: int | None, counts: str = "commit") -> None:
         self.events = events
-        self.after_commits, self.at_value = after_commits, at_value
+        self.after_commits, self.at_value, self.counts = after_commits, at_value, counts
         self.commits = 0
         self.handed = 0
 
@@ -79,10 +82,12 @@ class KillPlan:
         self.events.file.flush()
         os.kill(os.getpid(), signal.SIGKILL)
 
-    def committed(self) -> None:
+    def committed(self, call: str = "commit") -> None:
+        if call != self.counts:
+            return
         self.commits += 1
         if self.after_commits is not None and self.commits >= self.after_commits:
-            self._kill(f"right after its commit #{self.commits} returned")
+            self._kill(f"right after its {self.counts} #{self.commits} returned")
 
     def handing(self) -> None:
         self.handed += 1
@@ -144,15 +149,55 @@ class StudentConsumer:
             self._events.write("commit", outcome="fail", detail=what, error=str(exc))
             raise
         self._events.write("commit", outcome="ok", detail=what)
-        self._plan.committed()
+        self._plan.committed("commit")
         return result
 
 
 class StudentProducer:
-    """A librdkafka ``Producer`` whose every value's delivery report is recorded."""
+    """A librdkafka ``Producer`` whose every value's delivery report is recorded, and
+    (transactional) every transaction's begin, offsets, commit and abort, each value
+    tagged with the transaction it was written in."""
 
     def __init__(self, producer: Producer, events: Events, plan: KillPlan) -> None:
         self._p, self._events, self._plan = producer, events, plan
+        self._txn: str | None = None
+        self._txns = 0
+
+    def begin_transaction(self, *args: Any) -> Any:
+        result = self._p.begin_transaction(*args)
+        self._txns += 1
+        self._txn = f"{self._events.process}/txn-{self._txns}"
+        self._events.write("begin_txn", outcome="ok", txn=self._txn)
+        return result
+
+    def _end(self, kind: str, call: Callable, *args: Any, detail: str | None = None) -> Any:
+        txn = self._txn
+        try:
+            result = call(*args)
+        except Exception as exc:
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            definite = err is not None and (err.fatal() or err.txn_requires_abort())
+            self._events.write(kind, outcome="fail" if definite else "info", txn=txn,
+                               error=str(exc), detail=detail)
+            raise
+        self._events.write(kind, outcome="ok", txn=txn, detail=detail)
+        return result
+
+    def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: Any,
+                                    *args: Any) -> Any:
+        return self._end("send_offsets", self._p.send_offsets_to_transaction, offsets,
+                         metadata, *args, detail=_offsets_text(offsets))
+
+    def commit_transaction(self, *args: Any) -> Any:
+        result = self._end("commit_txn", self._p.commit_transaction, *args)
+        self._txn = None
+        self._plan.committed("commit_transaction")
+        return result
+
+    def abort_transaction(self, *args: Any) -> Any:
+        result = self._end("abort_txn", self._p.abort_transaction, *args)
+        self._txn = None
+        return result
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._p, name)
@@ -167,17 +212,19 @@ class StudentProducer:
         text = _value_text(value)
         self._plan.handing()
 
+        txn = self._txn
+
         def report(err: KafkaError | None, msg: Any) -> None:
             ok = err is None
             self._events.write(
                 "send", outcome=outcome_of(err), values=[text] if text else [], topic=topic,
                 partition=msg.partition() if ok else None,
                 offset=msg.offset() if ok and msg.offset() >= 0 else None,
-                error=str(err) if err is not None else None)
+                error=str(err) if err is not None else None, txn=txn)
             if user is not None:
                 user(err, msg)
 
-        self._events.write("handed", values=[text] if text else [], topic=topic)
+        self._events.write("handed", values=[text] if text else [], topic=topic, txn=txn)
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
 
 
@@ -214,12 +261,16 @@ def caught_up(consumer: Consumer, ends: dict[int, int], topic: str) -> bool:
 def run(spec: dict[str, Any]) -> int:
     """Run the student's loop once, as the spec says; returns the exit code."""
     events = Events(spec["events"], spec["process"])
-    plan = KillPlan(events, spec.get("kill_after_commits"), spec.get("kill_at_value"))
+    plan = KillPlan(events, spec.get("kill_after_commits"), spec.get("kill_at_value"),
+                    spec.get("commit_call", "commit"))
     fn = load_solution(spec["solution"], spec["function"])
     consumer_conf = {**spec["consumer"], **fn.consumer_settings,
                      "group.id": spec["group"]}
     consumer = Consumer(config(spec["bootstrap"], **consumer_conf))
     producer = Producer(config(spec["bootstrap"], **spec["producer"]))
+    if "transactional.id" in spec["producer"]:  # the lab's part: this instance's epoch
+        producer.init_transactions(30)
+        events.write("init_txn", outcome="ok", detail=spec["producer"]["transactional.id"])
     ends = {int(p): int(o) for p, o in spec["ends"].items()}
     deadline = time.monotonic() + float(spec["timeout"])
     last_check = [0.0, False]

@@ -46,7 +46,19 @@ class Exercise:
     properties: tuple[Property, ...]
     values: int = 60
     batch: int = 10
+    #: Extra producer settings of the student's producer (on top of the mode's).
     settings: dict[str, Any] = field(default_factory=dict)
+    #: Transactional: the student's producer has a transactional.id (one per run, shared
+    #: by every stage process: a restarted stage fences its predecessor), the consumer
+    #: and the final read-back use read_committed.
+    transactional: bool = False
+    #: The call that counts as "a commit" for the crash plan.
+    commit_call: str = "commit"
+    #: How many times ``crash_consumer`` kills the stage (2: right after a commit, then
+    #: the restarted stage mid-way), before the last stage runs to the end.
+    crashes: int = 1
+    #: Values of one aborted transaction the lab adds to the input.
+    aborted_input: int = 0
 
     def __post_init__(self) -> None:
         for f in self.faults:
@@ -118,8 +130,31 @@ CONSUME_LOOP = Exercise(
     settings={"linger.ms": 100},
 )
 
+def _exactly_once(counts: dict[str, int], fault: str) -> bool:
+    return counts.get("pipeline_extra", 0) == 0 and counts.get("duplicates", 0) == 0
+
+
+TRANSACTION_LOOP = Exercise(
+    id="04", name="transaction_loop", chapter="04_transactions", function="transaction_loop",
+    faults=("none", "crash_consumer"),
+    properties=(
+        Property("nothing_lost", "every committed input value reaches the output "
+                 "(read_committed)", _nothing_lost,
+                 "After a crash the restarted stage starts from the group's committed "
+                 "offsets: were offsets committed for work whose transaction never "
+                 "committed?", anomaly="pipeline_missing"),
+        Property("exactly_once", "no committed input value appears twice in the output, "
+                 "nor any aborted one (read_committed)", _exactly_once,
+                 "A read_committed reader sees a value twice only if two committed "
+                 "transactions wrote it: do your output and the position you resume from "
+                 "commit atomically, and at the right offset?", anomaly="pipeline_extra"),
+        FINISHES,
+    ),
+    transactional=True, commit_call="commit_transaction", crashes=2, aborted_input=5,
+)
+
 #: Every exercise, by id ("02") and by name ("consume_loop").
-EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP,)}
+EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP, TRANSACTION_LOOP)}
 
 
 def exercise(name: str | Exercise) -> Exercise:

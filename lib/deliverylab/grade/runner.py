@@ -29,12 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from .. import checker as C
+from ..clients import TxnProducer
 from ..history import History
-from ..modes import AT_LEAST_ONCE
+from ..modes import AT_LEAST_ONCE, TRANSACTIONAL
 from ..nemesis import Nemesis
 from ..readers import bounds, read_back
 from ..workload import ProducerWorkload
 from .exercises import Exercise
+
+#: The event kinds that become History ops (``handed`` only matters if never reported).
+RECORDED = ("poll", "send", "commit", "fault", "begin_txn", "commit_txn", "abort_txn",
+            "send_offsets", "init_txn")
 
 #: Seconds one stage process may take before it is killed and counted ``unfinished``.
 STAGE_TIMEOUT = 60.0
@@ -73,12 +78,24 @@ def kill_plan(exercise: Exercise, fault: str, seed: int) -> dict[str, Any]:
     first. The value is always past the commit for a stage that commits once per batch,
     so such a stage dies right after a commit, and one that commits later (or never)
     still dies, midway."""
+    plans = kill_plans(exercise, fault, seed)
+    return plans[0] if plans else {}
+
+
+def kill_plans(exercise: Exercise, fault: str, seed: int) -> list[dict[str, Any]]:
+    """The crash plan of each stage process that is to be killed, in order (empty: no
+    crash). The first dies as :func:`kill_plan` says; with ``crashes=2`` the restarted
+    one dies too, mid-way: while it hands its ``at_value``-th value (inside an open
+    transaction, for a stage that commits once per batch)."""
     if fault != "crash_consumer":
-        return {}
+        return []
     rng = random.Random(seed)
     after = rng.randint(1, 3)
     value = rng.randint(exercise.batch * after + 15, exercise.values - 5)
-    return {"kill_after_commits": after, "kill_at_value": value}
+    plans = [{"kill_after_commits": after, "kill_at_value": value}]
+    if exercise.crashes >= 2:
+        plans.append({"kill_at_value": rng.randint(3, exercise.batch + 5)})
+    return [{**p, "commit_call": exercise.commit_call} for p in plans]
 
 
 def to_history(events: list[dict[str, Any]], history: History) -> None:
@@ -89,29 +106,26 @@ def to_history(events: list[dict[str, Any]], history: History) -> None:
     """
     t0 = history.now()
     now = time.monotonic()
-    handed: dict[tuple[str, str, str], int] = {}
+    handed: dict[tuple[str, str, str, str | None], int] = {}
     for e in sorted(events, key=lambda e: e["t"]):
         at = round(t0 - (now - e["t"]), 6)
         values = [v for v in e.get("values") or [] if v]
         kind = e["kind"]
-        if kind == "handed":
+        if kind in ("handed", "send"):
             for v in values:
-                k = (e["process"], e["topic"], v)
-                handed[k] = handed.get(k, 0) + 1
-            continue
-        if kind == "send":
-            for v in values:
-                k = (e["process"], e["topic"], v)
-                handed[k] = handed.get(k, 0) - 1
-        if kind not in ("poll", "send", "commit", "fault"):
+                k = (e["process"], e["topic"], v, e.get("txn"))
+                handed[k] = handed.get(k, 0) + (1 if kind == "handed" else -1)
+            if kind == "handed":
+                continue
+        if kind not in RECORDED:
             continue
         history.record(e["process"], kind, e.get("outcome", "ok"), values,
                        topic=e.get("topic"), partition=e.get("partition"),
-                       offset=e.get("offset"), error=e.get("error"),
+                       offset=e.get("offset"), error=e.get("error"), txn=e.get("txn"),
                        detail=e.get("detail"), fault=e.get("fault"), time=at)
-    for (process, topic, value), n in handed.items():
+    for (process, topic, value, txn), n in handed.items():
         for _ in range(n):
-            history.record(process, "send", "info", [value], topic=topic,
+            history.record(process, "send", "info", [value], topic=topic, txn=txn,
                            detail="handed to the producer, never reported: the process "
                            "died first (maybe written)")
 
@@ -127,15 +141,18 @@ class Stage:
         self.exercise, self.solution, self.cluster = exercise, solution, cluster
         self.source, self.sink, self.group, self.workdir = source, sink, group, workdir
         self.events = workdir / "events.jsonl"
+        mode = TRANSACTIONAL if exercise.transactional else AT_LEAST_ONCE
         ends = {b["partition"]: b["high_watermark"] for b in bounds(cluster, source)}
         self.base = {
             "solution": str(solution), "function": exercise.function,
             "bootstrap": cluster.bootstrap_servers, "input": source, "output": sink,
             "group": group, "events": str(self.events), "ends": ends,
             "timeout": STAGE_TIMEOUT - 5,
-            "consumer": {**AT_LEAST_ONCE.consumer, "enable.auto.commit": False},
-            "producer": {**AT_LEAST_ONCE.producer, **exercise.settings},
+            "consumer": {**mode.consumer, "enable.auto.commit": False},
+            "producer": {**mode.producer, **exercise.settings},
         }
+        if exercise.transactional:  # one id per run: a restarted stage fences the last
+            self.base["producer"]["transactional.id"] = f"{group}-txn"
 
     def run(self, process: str, plan: dict[str, Any]) -> tuple[str, str]:
         """Run one stage process to its end; returns (how it ended, error tail)."""
@@ -182,8 +199,14 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     history = History()
     ProducerWorkload(cluster, source, AT_LEAST_ONCE, history, process="producer-0").run(
         exercise.values)
+    if exercise.aborted_input:  # a transaction the stage must not copy: it aborted
+        txn = TxnProducer(cluster, source, history, transactional_id=f"{tag}-aborted",
+                          process="aborted-0")
+        txn.begin()
+        txn.write(exercise.aborted_input)
+        txn.abort()
     nemesis = Nemesis(cluster, history=history)
-    plan = kill_plan(exercise, fault, seed)
+    plans = kill_plans(exercise, fault, seed)
     counts: dict[str, int] = {"unfinished": 0, "fault_missed": 0}
     errors: list[str] = []
     loss = None
@@ -192,12 +215,13 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         try:
             if fault == "lose_ack":
                 loss = nemesis.lose_ack(node=cluster.leader(sink, 0), count=1)
-            ended, err = stage.run("stage-0", plan)
-            if fault == "crash_consumer":
-                if ended == "killed":
-                    ended, err = stage.run("stage-1", {})
-                elif ended == "done":  # it never reached the crash point
+            ended, err = "killed", ""
+            for i, plan in enumerate([*plans, {}]):
+                ended, err = stage.run(f"stage-{i}", plan)
+                if plan and ended == "done":  # it never reached its crash point
                     counts["fault_missed"] += 1
+                if ended != "killed":
+                    break
             if ended != "done":
                 counts["unfinished"] += 1
                 if err:
@@ -212,9 +236,10 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     if loss is not None and not counts["acks_lost"] and any(
             op.kind == "send" and op.topic == sink for op in history):
         counts["fault_missed"] += 1
-    reads = read_back(cluster, [source, sink], "read_uncommitted")
+    isolation = "read_committed" if exercise.transactional else "read_uncommitted"
+    reads = read_back(cluster, [source, sink], isolation)
     result = C.check(history, reads, C.ANOMALIES, pipeline=(source, sink))
     counts.update(result.counts)
     passed = {p.name: p.holds(counts, fault) for p in exercise.properties}
     return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
-               time.monotonic() - t0, plan, errors)
+               time.monotonic() - t0, {"stages": plans}, errors)

@@ -144,3 +144,35 @@ def test_every_exercise_ships_a_starter_a_reference_and_three_wrong_solutions():
         assert len(ex.wrong()) >= 3
         for path in [ex.starter, ex.reference, *ex.wrong().values()]:
             assert f"def {ex.function}(" in path.read_text()
+
+
+def test_the_transaction_exercise_crashes_twice_after_a_commit_then_mid_transaction():
+    ex = exercise("04")
+    for seed in range(1, 30):
+        first, second = kill_plans_of(ex, seed)
+        assert first["commit_call"] == second["commit_call"] == "commit_transaction"
+        assert first["kill_at_value"] > ex.batch * first["kill_after_commits"]
+        # the restarted stage dies inside its first or second batch's transaction
+        assert "kill_after_commits" not in second and second["kill_at_value"] <= ex.batch + 5
+
+
+def kill_plans_of(ex, seed):
+    from deliverylab.grade.runner import kill_plans
+
+    return kill_plans(ex, "crash_consumer", seed)
+
+
+def test_transactional_events_keep_their_transaction():
+    h = History()
+    t = time.monotonic()
+    to_history([
+        {"t": t, "process": "stage-0", "kind": "begin_txn", "outcome": "ok",
+         "txn": "stage-0/txn-1"},
+        {"t": t + 0.1, "process": "stage-0", "kind": "handed", "values": ["producer-0:3"],
+         "topic": OUT, "txn": "stage-0/txn-1"},
+        {"t": t + 0.2, "process": "stage-0", "kind": "fault", "fault": "crash_consumer",
+         "outcome": "info"}], h)
+    sends = [op for op in h if op.kind == "send"]
+    assert [(op.outcome, op.txn) for op in sends] == [("info", "stage-0/txn-1")]
+    # a transaction that never committed is aborted: its value is not expected anywhere
+    assert C.txn_fates(h) == {"stage-0/txn-1": "aborted"}
