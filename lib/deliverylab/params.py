@@ -179,7 +179,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         "results_path": _COMMON["results_path"], "partitions": Spec("int", 1, 12),
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
-        "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
+        "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000),
+        "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
     "05_spark_pipeline": {
         "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
         "results_path": _COMMON["results_path"],

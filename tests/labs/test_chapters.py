@@ -57,7 +57,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["ctp_pipeline_missing"] == 0
                                   and o["ctp_pipeline_extra"] == 0
                                   and o["ctp_aborted_visible_uncommitted"] >= 1
-                                  and o["zombie_error"] is not None),
+                                  and o["zombie_error"] is not None
+                                  and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "05_spark_pipeline": lambda o: (o["crash_query_extra"] == o["crash_query_predicted"] > 0
                                     and o["kill_driver_extra"] == o["kill_driver_predicted"] > 0
                                     and o["files_extra"] == 0 and o["database_extra"] == 0
@@ -151,6 +152,8 @@ SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 GRADED: dict[str, dict[str, Any]] = {
     "02_at_least_once": {"solution": str(SOLUTIONS / "02_consume_loop" / "reference.py"),
                          "grade_seeds": 1},
+    "04_transactions": {"solution": str(SOLUTIONS / "04_transaction_loop" / "reference.py"),
+                        "grade_seeds": 1},
 }
 
 
