@@ -191,7 +191,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         **_COMMON, "database": Spec("choice_or_url", choices=("sqlite", "postgres")),
         "faults": Spec("names", choices=("kill_after_db", "kill_after_http", "stall_consumer",
                                          "restart_instance", "lose_ack", "heal")),
-        "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000)},
+        "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000),
+        "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
     "08_cost_of_guarantees": {
         "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
         "results_path": _COMMON["results_path"], "record_size": Spec("int", 8, 1_000_000),

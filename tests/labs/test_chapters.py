@@ -80,7 +80,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["relay_republished"] >= 1
                                   and o["relay_duplicates"] == 0
                                   and o["missing_rows"] == 0
-                                  and o["spark_duplicates"] == o["checker_duplicates"]),
+                                  and o["spark_duplicates"] == o["checker_duplicates"]
+                                  and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "08_cost_of_guarantees": lambda o: (o["txn_1s_over_idempotent"] >= 0.8
                                         and o["acks0_over_acks_all"] >= 0.7
                                         and o["e2e_p95_ms"]["txn 1000ms"]
@@ -153,6 +154,8 @@ GRADED: dict[str, dict[str, Any]] = {
     "02_at_least_once": {"solution": str(SOLUTIONS / "02_consume_loop" / "reference.py"),
                          "grade_seeds": 1},
     "04_transactions": {"solution": str(SOLUTIONS / "04_transaction_loop" / "reference.py"),
+                        "grade_seeds": 1},
+    "06_side_effects": {"solution": str(SOLUTIONS / "06_idempotent_handler" / "reference.py"),
                         "grade_seeds": 1},
 }
 

@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -228,6 +229,79 @@ class StudentProducer:
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
 
 
+class StudentDatabase:
+    """The handler's database: a ``sqlite3`` connection whose commits are recorded (as
+    ``db_write`` of the message being handled) and counted for the crash plan."""
+
+    def __init__(self, conn: sqlite3.Connection, events: Events,
+                 after_commits: int | None) -> None:
+        self._conn, self._events, self.after_commits = conn, events, after_commits
+        self.commits = 0
+        self.message: str | None = None
+        self.armed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def _committed(self) -> None:
+        if not self.armed:
+            return
+        self.commits += 1
+        self._events.write("db_write", outcome="ok", values=[self.message] if self.message
+                           else [], detail=f"database commit #{self.commits}")
+        if self.after_commits is not None and self.commits >= self.after_commits:
+            self._events.write("fault", fault="kill_after_db", outcome="info",
+                               detail=f"{self._events.process} is SIGKILLed right after "
+                               f"database commit #{self.commits}, before its offset commit")
+            self._events.file.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def commit(self) -> None:
+        self._conn.commit()
+        self._committed()
+
+    def __enter__(self) -> StudentDatabase:
+        self._conn.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        result = self._conn.__exit__(*exc)
+        if exc[0] is None:
+            self._committed()
+        return result
+
+
+def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
+                module: Any, running: Callable[[], bool]) -> None:
+    """The lab's own consumer loop around a student's per-message handler: poll a
+    batch, call the handler for each message, then commit the batch's offsets."""
+    db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events,
+                         spec.get("kill_after_db_commits"))
+    setup = getattr(module, "setup", None)
+    if callable(setup):
+        setup(db)
+        db.commit()
+    db.armed = True
+    handle = getattr(module, spec["function"])
+    while running():
+        msgs = [m for m in consumer.consume(MAX_BATCH, 0.5) if not m.error()]
+        for m in msgs:
+            value = _value_text(m.value())
+            events.write("poll", values=[value] if value else [], topic=m.topic(),
+                         partition=m.partition(), offset=m.offset())
+            if value is None:
+                continue
+            db.message = value
+            handle(db, value, {"order_id": value, "amount": decode(m.value()).seq},
+                   (m.topic(), m.partition(), m.offset()))
+        if msgs:
+            offsets = [TopicPartition(m.topic(), m.partition(), m.offset() + 1)
+                       for m in msgs]
+            consumer.commit(offsets=offsets, asynchronous=False)
+            events.write("commit", outcome="ok", detail=_offsets_text(offsets))
+    db.close()
+
+
 def load_solution(path: str, function: str) -> Callable:
     """The student's function, from their file; one clear line if it is not there."""
     spec = importlib.util.spec_from_file_location("student_solution", path)
@@ -241,6 +315,7 @@ def load_solution(path: str, function: str) -> Callable:
                          "contract asks for one")
     module_settings = getattr(module, "CONSUMER_SETTINGS", {}) or {}
     fn.consumer_settings = dict(module_settings)  # type: ignore[attr-defined]
+    fn.module = module  # type: ignore[attr-defined]
     return fn
 
 
@@ -287,6 +362,11 @@ def run(spec: dict[str, Any]) -> int:
     consumer.subscribe([spec["input"]])
     events.write("start", detail=" ".join(f"{k}={v}" for k, v in sorted(consumer_conf.items())
                                           if k != "group.id"))
+    if spec.get("kind") == "handler":
+        run_handler(spec, events, consumer, fn.module, running)
+        events.write("end", detail="the loop returned")
+        consumer.close()
+        return 0
     fn(StudentConsumer(consumer, events, plan), StudentProducer(producer, events, plan),
        spec["output"], running)
     events.write("end", detail="the loop returned")

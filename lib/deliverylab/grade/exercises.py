@@ -59,6 +59,9 @@ class Exercise:
     crashes: int = 1
     #: Values of one aborted transaction the lab adds to the input.
     aborted_input: int = 0
+    #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
+    #: student's per-message handler with a database (chapter 06).
+    kind: str = "stage"
 
     def __post_init__(self) -> None:
         for f in self.faults:
@@ -153,8 +156,29 @@ TRANSACTION_LOOP = Exercise(
     transactional=True, commit_call="commit_transaction", crashes=2, aborted_input=5,
 )
 
+IDEMPOTENT_HANDLER = Exercise(
+    id="06", name="idempotent_handler", chapter="06_side_effects", function="handle",
+    faults=("none", "kill_after_db", "lose_ack"),
+    properties=(
+        Property("one_row_each", "no message makes more than one row, however often it "
+                 "is delivered or written", lambda c, f: c.get("duplicate_rows", 0) == 0,
+                 "A message can reach your handler twice: redelivered after a crash "
+                 "(same offset) or written twice upstream (another offset). What does "
+                 "your handler remember, and is it the message's identity?",
+                 anomaly="duplicate_rows"),
+        Property("no_missing_rows", "every message in the input has its row",
+                 lambda c, f: c.get("missing_rows", 0) == 0,
+                 "A crash can land between any two database commits: can your handler "
+                 "remember a message as done while its row was never committed?",
+                 anomaly="missing_rows"),
+        FINISHES,
+    ),
+    kind="handler",
+)
+
 #: Every exercise, by id ("02") and by name ("consume_loop").
-EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP, TRANSACTION_LOOP)}
+EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP, TRANSACTION_LOOP,
+                                                     IDEMPOTENT_HANDLER)}
 
 
 def exercise(name: str | Exercise) -> Exercise:

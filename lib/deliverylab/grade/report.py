@@ -89,9 +89,10 @@ def _covers(op: Op, topic: str, partition: int, offset: int) -> bool:
 
 def anomaly_value(run: Run, prop: Property) -> str | None:
     """The first value that shows ``prop``'s anomaly in ``run`` (None if none does)."""
-    if run.result is None or not prop.anomaly:
+    if not prop.anomaly:
         return None
-    found = run.result.examples.get(prop.anomaly) or []
+    found = run.examples.get(prop.anomaly) or (
+        run.result.examples.get(prop.anomaly) if run.result is not None else None) or []
     return found[0]["value"] if found else None
 
 
@@ -208,8 +209,8 @@ class Report:
             raise ValueError(f"cell {fault} x {prop} passed every seed: nothing to plot")
         run = cell.failing[0]
         value = anomaly_value(run, cell.prop)
-        kw = ({"duplicates": [value]} if cell.prop.anomaly == "pipeline_extra"
-              else {"lost": [value]}) if value else {}
+        twice = cell.prop.anomaly in ("pipeline_extra", "duplicate_rows")
+        kw = ({"duplicates": [value]} if twice else {"lost": [value]}) if value else {}
         return timeline(run.history or [], title=f"{fault} x {prop}, seed {run.seed}: "
                         f"value {value or '-'}", save=save, **kw)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -61,6 +62,8 @@ class Run:
     plan: dict[str, Any] = field(default_factory=dict)
     #: Tails of the stage processes' error output, when one failed on its own.
     errors: list[str] = field(default_factory=list)
+    #: Anomalies judged outside the Checker (chapter 06's rows): example values.
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -87,9 +90,11 @@ def kill_plans(exercise: Exercise, fault: str, seed: int) -> list[dict[str, Any]
     crash). The first dies as :func:`kill_plan` says; with ``crashes=2`` the restarted
     one dies too, mid-way: while it hands its ``at_value``-th value (inside an open
     transaction, for a stage that commits once per batch)."""
+    rng = random.Random(seed)
+    if fault == "kill_after_db":  # an odd commit: the first of a pair, if it makes pairs
+        return [{"kill_after_db_commits": rng.choice(range(3, 16, 2))}]
     if fault != "crash_consumer":
         return []
-    rng = random.Random(seed)
     after = rng.randint(1, 3)
     value = rng.randint(exercise.batch * after + 15, exercise.values - 5)
     plans = [{"kill_after_commits": after, "kill_at_value": value}]
@@ -153,6 +158,20 @@ class Stage:
         }
         if exercise.transactional:  # one id per run: a restarted stage fences the last
             self.base["producer"]["transactional.id"] = f"{group}-txn"
+        if exercise.kind == "handler":  # the side effect's database, created by the lab
+            self.database = workdir / "effects.db"
+            with sqlite3.connect(self.database) as db:
+                db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+            db.close()
+            self.base.update(kind="handler", database=str(self.database))
+
+    def rows(self) -> list[str]:
+        """The order id of every row in the handler's database."""
+        db = sqlite3.connect(self.database)
+        try:
+            return [r[0] for r in db.execute("SELECT order_id FROM orders")]
+        finally:
+            db.close()
 
     def run(self, process: str, plan: dict[str, Any]) -> tuple[str, str]:
         """Run one stage process to its end; returns (how it ended, error tail)."""
@@ -197,23 +216,31 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     for name in (source, sink):
         cluster.create_topic(name, partitions=3, config=topic_config)
     history = History()
+    nemesis = Nemesis(cluster, history=history)
+    upstream = None
+    if fault == "lose_ack" and exercise.kind == "handler":  # a duplicate in the input
+        upstream = nemesis.lose_ack(node=cluster.leader(source, 0), count=1)
     ProducerWorkload(cluster, source, AT_LEAST_ONCE, history, process="producer-0").run(
         exercise.values)
+    if upstream is not None:
+        upstream.handle.wait(30)
     if exercise.aborted_input:  # a transaction the stage must not copy: it aborted
         txn = TxnProducer(cluster, source, history, transactional_id=f"{tag}-aborted",
                           process="aborted-0")
         txn.begin()
         txn.write(exercise.aborted_input)
         txn.abort()
-    nemesis = Nemesis(cluster, history=history)
     plans = kill_plans(exercise, fault, seed)
     counts: dict[str, int] = {"unfinished": 0, "fault_missed": 0}
     errors: list[str] = []
     loss = None
+    rows: list[str] | None = None
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         stage = Stage(exercise, solution, cluster, source, sink, group, Path(tmp))
         try:
-            if fault == "lose_ack":
+            if fault == "lose_ack" and upstream is not None:
+                loss = upstream
+            elif fault == "lose_ack":
                 loss = nemesis.lose_ack(node=cluster.leader(sink, 0), count=1)
             ended, err = "killed", ""
             for i, plan in enumerate([*plans, {}]):
@@ -230,16 +257,40 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 counts["acks_lost"] = loss.handle.dropped
             nemesis.heal()
             to_history(stage.read_events(), history)
+            if exercise.kind == "handler":
+                rows = stage.rows()
         finally:
             nemesis.heal()
             stage.close()
-    if loss is not None and not counts["acks_lost"] and any(
-            op.kind == "send" and op.topic == sink for op in history):
+    if loss is not None and not counts["acks_lost"] and (exercise.kind == "handler" or any(
+            op.kind == "send" and op.topic == sink for op in history)):
         counts["fault_missed"] += 1
     isolation = "read_committed" if exercise.transactional else "read_uncommitted"
-    reads = read_back(cluster, [source, sink], isolation)
-    result = C.check(history, reads, C.ANOMALIES, pipeline=(source, sink))
+    examples: dict[str, list[dict[str, Any]]] = {}
+    if rows is None:
+        reads = read_back(cluster, [source, sink], isolation)
+        result = C.check(history, reads, C.ANOMALIES, pipeline=(source, sink))
+    else:  # the side effect is the database, judged beside the input's check
+        reads = read_back(cluster, [source], isolation)
+        result = C.check(history, reads, C.ANOMALIES)
+        examples = effect_counts(counts, [r.value for r in reads if r.value], rows, history)
     counts.update(result.counts)
     passed = {p.name: p.holds(counts, fault) for p in exercise.properties}
     return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
-               time.monotonic() - t0, {"stages": plans}, errors)
+               time.monotonic() - t0, {"stages": plans}, errors, examples)
+
+
+def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],
+                  history: History) -> dict[str, list[dict[str, Any]]]:
+    """Chapter 06's checker over the handler's rows: duplicate and missing rows (into
+    ``counts``); returns examples of each, as the Checker's findings look."""
+    from ..servicecheck import count_effects  # lazy: chapter 06's checker
+
+    polls = [{"kind": "poll", "message_id": v} for op in history
+             if op.kind == "poll" for v in op.values]
+    effects = count_effects("student", input_ids, rows, [], polls)
+    counts.update(duplicate_rows=effects.duplicate_rows, missing_rows=effects.missing_rows,
+                  input_copies=effects.input_copies, redelivered=effects.redelivered)
+    missing = sorted(set(input_ids) - set(rows))
+    return {"duplicate_rows": [{"value": v} for v in effects.twice_rows[:5]],
+            "missing_rows": [{"value": v} for v in missing[:5]]}
