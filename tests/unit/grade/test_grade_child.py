@@ -101,3 +101,40 @@ def test_load_solution_names_a_missing_function(tmp_path: Path):
                  "def consume_loop(c, p, o, r): pass\n")
     assert load_solution(str(f), "consume_loop").consumer_settings == {
         "enable.auto.commit": True}
+
+
+def test_the_handler_loop_calls_the_handler_per_message_and_records_database_commits(
+        tmp_path: Path):
+    import sqlite3
+    import types
+
+    from deliverylab.grade.child import run_handler
+
+    db_path = tmp_path / "effects.db"
+    with sqlite3.connect(db_path) as db:
+        db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    module = types.ModuleType("student")
+    exec((Path(__file__).resolve().parents[3] / "solutions" / "06_idempotent_handler"
+          / "reference.py").read_text(), module.__dict__)
+
+    class TwoBatches(FakeConsumer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def consume(self, n, timeout):
+            self.calls += 1
+            return [FakeMsg(0), FakeMsg(1)] if self.calls <= 2 else []  # batch redelivered
+
+    consumer = TwoBatches()
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    polls = iter([True, True, False])
+    run_handler({"database": str(db_path), "function": "handle"}, events, consumer, module,
+                lambda: next(polls))
+    rows = sqlite3.connect(db_path).execute("SELECT order_id FROM orders").fetchall()
+    assert sorted(r[0] for r in rows) == ["producer-0:0", "producer-0:1"]  # deduplicated
+    got = read(tmp_path / "e.jsonl")
+    writes = [e for e in got if e["kind"] == "db_write"]
+    assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]] * 2
+    assert [e["kind"] for e in got].count("commit") == 2
+    assert consumer.commits[0]["offsets"][-1].offset == 2
