@@ -94,9 +94,12 @@ def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]
 
 
 def wait_whole(cluster: Cluster, topics: Iterable[str], timeout: float = 120.0,
-               steady: float = 4.0) -> None:
+               steady: float = 4.0) -> dict[str, Any]:
     """Wait until every broker is registered and every partition of ``topics`` has a
     leader and all its replicas in sync -- and has stayed so for ``steady`` seconds.
+    Returns the metadata that showed it whole (topic name -> ``TopicMetadata``): a
+    second metadata request may reach a broker that does not know the topic yet, so
+    callers read leaders and replicas from this, never from a new request.
 
     Why steady: right after a broker is killed and restarted, the metadata may still
     show the old registration (the controller fences a dead broker only after
@@ -106,34 +109,38 @@ def wait_whole(cluster: Cluster, topics: Iterable[str], timeout: float = 120.0,
     topics = list(topics)
     since: list[float] = []
 
-    def whole_now() -> bool:
+    def whole_now() -> dict[str, Any] | None:
         md = cluster.admin().list_topics(timeout=5)
         if set(md.brokers) != nodes:
-            return False
+            return None
+        seen = {}
         for name in topics:
             meta = md.topics.get(name)
-            if meta is None or meta.error is not None:
-                return False
+            if meta is None or meta.error is not None or not meta.partitions:
+                return None
             for p in meta.partitions.values():
                 if p.leader < 0 or sorted(p.isrs) != sorted(p.replicas):
-                    return False
-        return True
+                    return None
+            seen[name] = meta
+        return seen
 
-    def whole() -> bool:
+    def whole() -> dict[str, Any] | None:
         try:
             now = whole_now()
         except KafkaException:
-            now = False
-        if not now:
+            now = None
+        if now is None:
             since.clear()
-            return False
+            return None
         if not since:
             since.append(time.monotonic())
-        return time.monotonic() - since[0] >= steady
+        # a truthy value even for no topics: "every broker up" held
+        return (now or {"": None}) if time.monotonic() - since[0] >= steady else None
 
-    ready.wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
+    seen = ready.wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
                      f"in sync for {steady:g} s", whole, ready.Deadline(timeout),
                      explain=getattr(cluster, "_why_stuck", None))
+    return {name: meta for name, meta in seen.items() if name}
 
 
 class Nemesis:
@@ -301,8 +308,8 @@ class Nemesis:
         with self._lock:
             t = self.now()
             leader = self._leader(topic, partition)
-            meta = self.cluster._partition(topic, partition)
-            followers = [n for n in (meta.replicas if meta else []) if n != leader]
+            meta = self.cluster.wait_partition(topic, partition)
+            followers = [n for n in meta.replicas if n != leader]
             if not followers:
                 raise NemesisError(f"{topic}/{partition} has no follower to pause: this "
                                    "needs a replicated topic on 3 brokers")
