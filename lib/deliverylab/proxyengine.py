@@ -29,10 +29,10 @@ import struct
 from typing import Any, TypeVar
 
 from .errors import LabError, PortTaken
-
-LOG_ENV = "DELIVERYLAB_PROXY_LOG"  # the owner names the log it sends stderr to
 from .framing import RequestHeader, api_name, error_name_of, parse_response_error
 from .proxylink import _Link, _Side
+
+LOG_ENV = "DELIVERYLAB_PROXY_LOG"  # the owner names the log it sends stderr to
 
 # --- fault state (the owner holds the handles) ----------------------------------------
 
