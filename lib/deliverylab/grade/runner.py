@@ -253,7 +253,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 counts["unfinished"] += 1
                 if err:
                     errors.append(err)
-            if loss is not None:
+            if loss is not None:  # the proxy reports its drop asynchronously
+                loss.handle.wait(5)
                 counts["acks_lost"] = loss.handle.dropped
             nemesis.heal()
             to_history(stage.read_events(), history)

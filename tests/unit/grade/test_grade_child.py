@@ -138,3 +138,28 @@ def test_the_handler_loop_calls_the_handler_per_message_and_records_database_com
     assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]] * 2
     assert [e["kind"] for e in got].count("commit") == 2
     assert consumer.commits[0]["offsets"][-1].offset == 2
+
+
+def test_transactions_are_recorded_and_their_values_tagged(tmp_path: Path):
+    class TxnFake(FakeProducer):
+        def begin_transaction(self):
+            pass
+
+        def send_offsets_to_transaction(self, offsets, metadata, timeout):
+            pass
+
+        def commit_transaction(self, timeout):
+            pass
+
+    events = Events(str(tmp_path / "e.jsonl"), "stage-1")
+    p = StudentProducer(TxnFake(), events, KillPlan(events, None, None, "commit_transaction"))
+    p.begin_transaction()
+    p.produce("out", encode("producer-0", 1), b"k")
+    from confluent_kafka import TopicPartition
+
+    p.send_offsets_to_transaction([TopicPartition("in", 0, 2)], object(), 30)
+    p.commit_transaction(30)
+    got = [(e["kind"], e.get("txn"), e.get("detail")) for e in read(tmp_path / "e.jsonl")]
+    assert got == [("begin_txn", "stage-1/txn-1", None), ("handed", "stage-1/txn-1", None),
+                   ("send_offsets", "stage-1/txn-1", "in/0@2"),
+                   ("commit_txn", "stage-1/txn-1", None)]
