@@ -241,7 +241,9 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
             if fault == "lose_ack" and upstream is not None:
                 loss = upstream
             elif fault == "lose_ack":
-                loss = nemesis.lose_ack(node=cluster.leader(sink, 0), count=1)
+                # On whichever broker gets the stage's first write: the student picks
+                # the partitions (by key, by default), and nothing else produces now.
+                loss = nemesis.lose_ack(count=1)
             ended, err = "killed", ""
             for i, plan in enumerate([*plans, {}]):
                 ended, err = stage.run(f"stage-{i}", plan)
