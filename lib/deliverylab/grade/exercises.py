@@ -32,6 +32,11 @@ class Property:
     hint: str
     #: The anomaly whose example values the report shows when this property fails.
     anomaly: str = ""
+    #: A sharper hint for a failure under one fault (the cause differs by fault).
+    fault_hints: dict[str, str] = field(default_factory=dict)
+
+    def hint_for(self, fault: str) -> str:
+        return self.fault_hints.get(fault, self.hint)
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,10 @@ CONSUME_LOOP = Exercise(
                  _one_batch_redone(10),
                  "A restarted stage redoes everything since its last commit: how much work "
                  "does your loop leave uncommitted at any moment?",
-                 anomaly="pipeline_extra"),
+                 anomaly="pipeline_extra",
+                 fault_hints={"lose_ack": "A lost ack makes the producer send its whole "
+                              "unacknowledged request again: how much does your loop hand "
+                              "the producer before it waits for the writes?"}),
         FINISHES,
     ),
     # Output batched for 100 ms (linger.ms): a produce() call is not a write.

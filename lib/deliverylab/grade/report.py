@@ -120,7 +120,11 @@ def excerpt(run: Run, prop: Property) -> list[str]:
                 break
     chosen = sorted(set(chosen), key=lambda op: op.time)
     head = f"value {value} ({prop.anomaly}):"
-    return [head, *(_line(op, run.topics) for op in chosen[:EXCERPT_LINES])]
+    lines = [head, *(_line(op, run.topics) for op in chosen[:EXCERPT_LINES])]
+    where = run.positions.get(value)
+    if where is not None or prop.anomaly in ("pipeline_missing", "pipeline_extra"):
+        lines.append(f"  read back afterwards: {', '.join(where or []) or 'nowhere'}")
+    return lines
 
 
 class Report:
@@ -178,7 +182,7 @@ class Report:
                         "seed": run.seed, "failing_seeds": [r.seed for r in c.failing],
                         "replay": replay_command(self.exercise, self.solution, c.fault,
                                                  run.seed),
-                        "excerpt": excerpt(run, c.prop), "hint": c.prop.hint,
+                        "excerpt": excerpt(run, c.prop), "hint": c.prop.hint_for(c.fault),
                         "value": anomaly_value(run, c.prop)})
         return out
 

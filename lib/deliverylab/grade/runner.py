@@ -64,6 +64,8 @@ class Run:
     errors: list[str] = field(default_factory=list)
     #: Anomalies judged outside the Checker (chapter 06's rows): example values.
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Where the final read-back found each example value: "output/1@37".
+    positions: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -279,8 +281,15 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         examples = effect_counts(counts, [r.value for r in reads if r.value], rows, history)
     counts.update(result.counts)
     passed = {p.name: p.holds(counts, fault) for p in exercise.properties}
+    shown = {f["value"] for found in [*result.examples.values(), *examples.values()]
+             for f in found[:1] if f.get("value")}
+    positions: dict[str, list[str]] = {}
+    for r in reads:
+        if r.value in shown:
+            role = "input" if r.topic == source else "output"
+            positions.setdefault(r.value, []).append(f"{role}/{r.partition}@{r.offset}")
     return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
-               time.monotonic() - t0, {"stages": plans}, errors, examples)
+               time.monotonic() - t0, {"stages": plans}, errors, examples, positions)
 
 
 def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],

@@ -60,7 +60,8 @@ def a_run(fault: str = "crash_consumer", seed: int = 1) -> Run:
     result = C.check(h, reads, C.ANOMALIES, pipeline=(IN, OUT))
     counts = {"unfinished": 0, "fault_missed": 0, **result.counts}
     passed = {p.name: p.holds(counts, fault) for p in EX.properties}
-    return Run("02", fault, seed, counts, passed, result, h, (IN, OUT), 8.0)
+    return Run("02", fault, seed, counts, passed, result, h, (IN, OUT), 8.0,
+               positions={"producer-0:2": ["input/0@2"]})
 
 
 def test_events_become_ops_and_a_handed_value_never_reported_is_info():
@@ -95,6 +96,12 @@ def test_excerpt_shows_the_value_its_covering_commit_and_the_crash():
     assert "commit ok    input/0@3" in text
     assert "SIGKILLed" in text
     assert IN not in text  # topics by their role
+    assert lines[-1] == "  read back afterwards: nowhere"  # the reads held no copy of it
+
+
+def test_a_cell_may_carry_a_sharper_hint_for_one_fault():
+    prop = EX.prop("one_batch_redone")
+    assert prop.hint_for("lose_ack") != prop.hint_for("crash_consumer") == prop.hint
 
 
 def test_report_table_replay_hint_closing_line_and_json(tmp_path: Path):
