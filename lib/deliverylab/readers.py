@@ -25,9 +25,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from . import values as V
 from .clients import config
+from .cluster.ready import wait_whole
 from .errors import LabError, bad_value
 from .history import Read
-from .nemesis import wait_whole
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 
@@ -108,7 +108,7 @@ def read_back(target: object, topics: Iterable[str], isolation: str = "read_comm
 def final_read(cluster: Any, topics: Iterable[str], isolation: str = "read_committed",
                attempts: int = 3) -> list[Any]:
     """The final drain of a run: wait until the cluster is whole, then read the topics
-    back (:func:`~deliverylab.workload.read_back`), retrying a client error caused by a
+    back (:func:`~deliverylab.readers.read_back`), retrying a client error caused by a
     broker that was just restarted."""
     topics = list(topics)
     wait_whole(cluster, topics)

@@ -12,7 +12,7 @@ Every run has the same shape, so that runs are comparable across modes and fault
 
 The processing stage of step 3 is the Python loop (``stage="python"``, the default) or
 chapter 05's Spark Structured Streaming query (``stage="spark"``, into one of its sinks:
-:func:`deliverylab.streaming_scene.crash_scene` is the run, crashed by the registry's
+:func:`deliverylab.spark.scene.crash_scene` is the run, crashed by the registry's
 ``crash_query`` or ``kill_driver`` after a seeded batch). A Spark run's row is named
 ``spark/<sink>`` and held to :data:`SPARK_CLAIMS`.
 
@@ -46,14 +46,14 @@ from .modes import DeliveryMode, claim_failures
 from .modes import mode as get_mode
 from .nemesis import Nemesis
 from .readers import pending_count, read_back
-from .streaming import CRASHES, MAX_OFFSETS, SINKS
+from .spark.query import CRASHES, MAX_OFFSETS, SINKS
 from .workload import Pipeline, PipelineReport, ProducerWorkload
 
 #: The faults a Scenario runs: "none", then the registry's scenario faults.
 FAULTS: tuple[str, ...] = ("none", *SCENARIO_FAULTS)
 
 #: The processing stages: the Python loop (:class:`~deliverylab.workload.Pipeline`) or
-#: the Spark query (:class:`~deliverylab.streaming.SparkPipeline`).
+#: the Spark query (:class:`~deliverylab.spark.pipeline.SparkPipeline`).
 STAGES: tuple[str, ...] = ("python", "spark")
 
 #: The faults the Spark stage runs: "none", then the registry's two Spark crashes.
@@ -161,7 +161,7 @@ class Scenario:
             Spark stage runs ``fault`` "none" or a Spark crash (:data:`SPARK_FAULTS`);
             ``mode`` is then the input producer's (a non-transactional one: every input
             offset is a record, so a replay's size is exactly what ``offsets/N`` says).
-        sink: Spark stage: one of :data:`deliverylab.streaming.SINKS`.
+        sink: Spark stage: one of :data:`deliverylab.spark.query.SINKS`.
         max_offsets: Spark stage: offsets per micro-batch.
         master: Spark stage: the Spark master (default: the Inspector's ``local[2]``).
     """
@@ -241,8 +241,8 @@ class Scenario:
                          time.monotonic() - t0, history, (source, sink))
 
     def _run_spark(self, seed: int, cluster: Cluster) -> RunResult:
-        """One :func:`~deliverylab.streaming_scene.crash_scene`, as a matrix run."""
-        from .streaming_scene import crash_scene
+        """One :func:`~deliverylab.spark.scene.crash_scene`, as a matrix run."""
+        from .spark.scene import crash_scene
 
         t0 = time.monotonic()
         crash_at = self.crash_batch(seed)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from deliverylab import bugs
+from deliverylab.chapters import kafka_bugs as bugs
 from deliverylab.cluster import Cluster
 
 pytestmark = pytest.mark.cluster

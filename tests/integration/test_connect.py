@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from deliverylab.cluster import Cluster
-from deliverylab.connect import ConnectError
+from deliverylab.connect.connect import ConnectError
 
 pytestmark = pytest.mark.cluster
 
@@ -89,7 +89,7 @@ RUNS = 2  # k runs of each claim; every one must show it
 
 @pytest.fixture(scope="module")
 def runs(kafka: Cluster):
-    from deliverylab.connect_runs import Runs
+    from deliverylab.chapters.exactly_once_sources import Runs
     from deliverylab.nemesis import Nemesis
 
     return Runs(kafka, Nemesis(kafka), lines=LINES)

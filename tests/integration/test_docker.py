@@ -156,7 +156,7 @@ class TestCluster:
     def test_lost_ack_recipe_makes_a_duplicate_and_idempotence_prevents_it(self, cluster,
                                                                            topic):
         # Early in the class: before kills and partitions move leaders around.
-        from deliverylab import recipes
+        from deliverylab.chapters import recipes
 
         result = recipes.lost_ack_duplicate(cluster, topic)
         assert result.copies == 2, str(result)
@@ -250,7 +250,7 @@ class TestCluster:
     @pytest.mark.parametrize("acks,lost", [(1, 4), ("all", 0)])
     def test_a_partitioned_leader_loses_what_it_acked_alone_only_with_acks_1(
             self, cluster, topic, acks, lost):
-        from deliverylab import recipes
+        from deliverylab.chapters import recipes
 
         result = recipes.partitioned_leader(cluster, topic, acks=acks, count=4)
         assert len(result.acked) == 4, str(result)  # acks=all: by the new leader

@@ -17,14 +17,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from deliverylab import checker, plots
-from deliverylab import inspector as inspector_module
+from deliverylab import checker
 from deliverylab.clients import Recorder, config
 from deliverylab.cluster import Cluster
 from deliverylab.errors import BadValue
 from deliverylab.history import History
-from deliverylab.inspector import Inspector
-from deliverylab.serviceprocs import child_env
+from deliverylab.notebook import plots
+from deliverylab.process.children import child_env
+from deliverylab.spark import inspector as inspector_module
+from deliverylab.spark import session as spark_session
+from deliverylab.spark.inspector import Inspector
 from deliverylab.values import ValueId, encode
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
@@ -396,7 +398,7 @@ def test_bad_arguments_name_the_value(inspector, duplicated) -> None:
 
 
 def test_kafka_batch_reads_and_writes_take_data_source_v2(cluster1, inspector) -> None:
-    """The session leaves "kafka" out of useV1SourceList (inspector._start): the
+    """The session leaves "kafka" out of useV1SourceList (spark.session._start): the
     Inspector's reads are V2 scans, with no external Row per record. Batch writes are
     then the V2 writer, which refuses the default save mode; mode("append"), as the
     streaming chapter's Kafka sink writes, puts every row where it was sent, once."""
@@ -446,7 +448,7 @@ def test_plots_render_to_png(inspector, duplicated, transactional, tmp_path) -> 
 
 _MAPPED = """
 import sys
-from deliverylab import inspector
+from deliverylab.spark import session as inspector
 opts = " ".join([inspector._driver_java_options(), "-Xshare:on", *sys.argv[1:]])
 print("options", opts)
 spark = inspector._start("local[1]", {"spark.driver.extraJavaOptions": opts})
@@ -463,7 +465,7 @@ def test_setup_recorded_the_spark_archive_the_session_maps(tmp_path) -> None:
     """``-Xshare:on`` makes a driver JVM that cannot map its archive exit at launch, so a
     session starting here really loads its classes from ``make setup``'s archive (in a
     child process: one driver JVM per Python process)."""
-    archive = inspector_module.class_archive()
+    archive = spark_session.class_archive()
     assert archive.exists(), "make setup records it: run `make setup`"
     done = _session_with_xshare_on()
     assert f"-XX:SharedArchiveFile={archive}" in done.stdout, done.stdout[-2000:]

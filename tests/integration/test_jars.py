@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import jars
+from deliverylab.runtime import classpaths, jars
 
 LIB = str(Path(__file__).resolve().parents[2] / "lib")
 
@@ -27,7 +27,7 @@ import json
 from confluent_kafka import Producer
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
-from deliverylab.inspector import Inspector
+from deliverylab.spark.inspector import Inspector
 from deliverylab.values import encode
 
 with Cluster.start(brokers=1) as cluster:
@@ -67,7 +67,7 @@ def test_setup_without_maven_then_broker_transaction_and_spark(tmp_path):
     env = {**os.environ, "PATH": path, "DELIVERYLAB_CACHE": str(tmp_path / "cache"),
            "PYTHONPATH": LIB}
     env.pop("KAFKA_HOME", None)
-    setup = subprocess.run([sys.executable, "-m", "deliverylab.setup", "--components",
+    setup = subprocess.run([sys.executable, "-m", "deliverylab.classroom.install", "--components",
                             "kafka", "spark-kafka", "--no-archive"],
                            env=env, capture_output=True, text=True, timeout=900)
     assert setup.returncode == 0, setup.stderr[-2000:]
@@ -82,7 +82,7 @@ def test_setup_without_maven_then_broker_transaction_and_spark(tmp_path):
 
 def test_cluster_start_names_a_missing_pinned_jar_and_the_fix(tmp_path):
     """A cache that once completed but lost a file: one line, not NoClassDefFoundError."""
-    source = jars.require("kafka")
+    source = classpaths.require("kafka")
     libs = tmp_path / "cache" / f"kafka-{jars.KAFKA_VERSION}" / "libs"
     libs.mkdir(parents=True)
     for jar in jars.pinned("kafka"):  # hard links: the source cache is never touched

@@ -14,11 +14,13 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from deliverylab import recipes, values
+from deliverylab import values
+from deliverylab.chapters import recipes
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.history import History
-from deliverylab.nemesis import Nemesis, Schedule, Sent
+from deliverylab.nemesis import Nemesis
+from deliverylab.schedule import Schedule, Sent
 
 pytestmark = pytest.mark.cluster
 REPEAT = 5

@@ -12,9 +12,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from deliverylab.chapters.side_effects import run_fault
 from deliverylab.cluster import Cluster
 from deliverylab.nemesis import Nemesis
-from deliverylab.servicefleet import SideEffects, run_fault
+from deliverylab.services.fleet import SideEffects
 
 LIB = str(Path(__file__).resolve().parents[2] / "lib")
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from deliverylab.cluster import Cluster
-from deliverylab.streaming_scene import crash_scene, dedup_scene
+from deliverylab.spark.scene import crash_scene, dedup_scene
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -54,8 +54,8 @@ def test_exactly_once_sinks_hold_under_the_same_crash(cluster1: Cluster, sink: s
 def test_the_same_pipeline_runs_on_a_standalone_spark_cluster(cluster1: Cluster,
                                                               monkeypatch: pytest.MonkeyPatch):
     """A master and two workers from pip's pyspark; the driver here, executors there."""
-    from deliverylab import inspector
-    from deliverylab.streaming_cluster import SparkStandalone
+    from deliverylab.spark import session as inspector
+    from deliverylab.spark.standalone import SparkStandalone
 
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     inspector.stop()  # the kernel's local[2] session, if an earlier test started one

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from deliverylab import jars, tools
 from deliverylab.clients import config
-from deliverylab.cluster import Cluster
+from deliverylab.cluster import Cluster, tools
 from deliverylab.errors import LabError
+from deliverylab.runtime import classpaths, jars
 
 pytestmark = [pytest.mark.cluster]
 LIB = str(Path(__file__).resolve().parents[2] / "lib")
@@ -28,7 +28,7 @@ LIB = str(Path(__file__).resolve().parents[2] / "lib")
 
 @pytest.fixture(scope="module")
 def cluster1() -> Iterator[Cluster]:
-    jars.require("tools")  # downloads the tools set if this cache predates it
+    classpaths.require("tools")  # downloads the tools set if this cache predates it
     with Cluster.start(brokers=1, proxy=True) as cluster:
         yield cluster
 
@@ -41,7 +41,7 @@ def topic(cluster1: Cluster) -> str:
 def test_every_main_class_is_in_its_pinned_jars():
     for name, (component, main, _) in tools.TOOLS.items():
         entry = main.replace(".", "/") + ".class"
-        found = [p for p in jars.classpath(component)
+        found = [p for p in classpaths.classpath(component)
                  if entry in zipfile.ZipFile(p).namelist()]
         assert found, f"{name}: {main} is in no jar of {component}"
 
@@ -109,7 +109,7 @@ def test_a_failing_tool_says_why_in_one_line(cluster1):
 
 
 def test_python_m_launcher_passes_the_exit_code_through(cluster1):
-    proc = subprocess.run([sys.executable, "-m", "deliverylab.tools", "kafka-topics",
+    proc = subprocess.run([sys.executable, "-m", "deliverylab.cluster.tools", "kafka-topics",
                            "--bootstrap-server", cluster1.direct_bootstrap_servers,
                            "--no-such-option"], capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "PYTHONPATH": LIB})

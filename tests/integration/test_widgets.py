@@ -15,7 +15,7 @@ import pytest
 from deliverylab.cluster import Cluster
 from deliverylab.history import History
 from deliverylab.nemesis import FaultRecord, Nemesis
-from deliverylab.widgets import FaultPanel, FaultSpec, current_leader, fault_buttons
+from deliverylab.notebook.widgets import FaultPanel, FaultSpec, current_leader, fault_buttons
 from deliverylab.workload import ProducerWorkload
 
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from deliverylab import bugs
 from deliverylab import checker as C
+from deliverylab.chapters import kafka_bugs as bugs
 from deliverylab.errors import BadValue, LabError
 from deliverylab.history import History, Read
 
@@ -56,6 +56,12 @@ def test_a_forgotten_producer_duplicate_is_judged_a_duplicate():
     fixed = bugs.Reproduction("expired_producer", "fixed", "t", h, reads, C.check(h, reads),
                               ["NONE"], 1.0)
     assert fixed.anomalies == 0 and fixed.to_dict()["result"]["valid"]
+    rep.notes["held_s"] = 2.5
+    assert rep.row() == {"variant": "bug", "anomalies": 1, "late request answered": "NONE",
+                         "records read": len(rep.reads), "seconds": 1.0, "held_s": 2.5}
+    table = bugs.table([rep, fixed])  # chapter 09's results table, one row per run
+    assert table["variant"].tolist() == ["bug", "fixed"]
+    assert table["anomalies"].tolist() == [1, 0]
 
 
 def test_a_committed_value_of_an_aborted_transaction_is_an_aborted_read():
@@ -79,7 +85,7 @@ def test_a_committed_value_of_an_aborted_transaction_is_an_aborted_read():
 
 
 def test_the_buttons_are_the_chapters_actions_and_record_their_runs(monkeypatch):
-    from deliverylab import params
+    from deliverylab.notebook import params
 
     runs: list = []
     specs = bugs.buttons(SimpleNamespace(proxies={1: object()}), runs=runs)

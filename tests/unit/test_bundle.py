@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import bundle, jars
+from deliverylab.classroom import bundle
 from deliverylab.errors import JarsUnavailable
+from deliverylab.runtime import jars
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = {"org/x/a/1/a-1.jar": b"A" * 5000, "org/x/b/2/b-2.jar": b"B" * 70}
@@ -97,7 +98,7 @@ def test_requirements_come_from_pyproject():
 def test_makefile_installs_offline_from_a_bundle():
     out = subprocess.run(["make", "-n", "-B", "setup", "BUNDLE=/b"], cwd=ROOT,
                          capture_output=True, text=True).stdout
-    assert "deliverylab.bundle install /b" in out
+    assert "deliverylab.classroom.bundle install /b" in out
     env = subprocess.run(["make", "-n", "-p", "setup", "BUNDLE=/b"], cwd=ROOT,
                          capture_output=True, text=True).stdout
     assert "PIP_NO_INDEX := 1" in env and "PIP_FIND_LINKS := /b/wheels" in env

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from deliverylab.chapter import Chapter, Saw, self_check, what_you_saw
 from deliverylab.checker import check
 from deliverylab.history import History, Read
+from deliverylab.notebook.chapter import Chapter, Saw, self_check, what_you_saw
 
 # --- the results file --------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import pytest
 
 from deliverylab.cluster import quorum as kraft
 from deliverylab.cluster.properties import ClusterSpec, NodePorts, server_properties
-from deliverylab.framing import parse_request_header
+from deliverylab.proxy.framing import parse_request_header
 
 
 @pytest.mark.parametrize(("size", "voters", "controller_only"), [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.connect import (
+from deliverylab.connect.connect import (
     FILE_SOURCE,
     ConnectError,
     Worker,

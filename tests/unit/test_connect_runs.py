@@ -10,7 +10,14 @@ from types import SimpleNamespace
 import pytest
 
 from deliverylab import values as V
-from deliverylab.connect_runs import Runs, SourceFile, after, copies, duplicates, missing
+from deliverylab.chapters.exactly_once_sources import (
+    Runs,
+    SourceFile,
+    after,
+    copies,
+    duplicates,
+    missing,
+)
 from deliverylab.errors import BadValue
 from deliverylab.history import Read
 

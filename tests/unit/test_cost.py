@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliverylab.cost import (
+from deliverylab.chapters.cost_of_guarantees import (
     BASELINE,
     Trial,
     acked_before_replicated,
@@ -124,7 +124,7 @@ def test_published_figures_sit_beside_the_same_ratio_measured_here():
 
 
 def test_plots_draw_from_the_rows_alone():
-    from deliverylab.cost import Costs, plot, plot_ctp
+    from deliverylab.chapters.cost_of_guarantees import Costs, plot, plot_ctp
 
     trials = [_trial(v.name, r, 1000 + 10 * r, e2e95=5.0 * (i + 1))
               for r in range(2) for i, v in enumerate(variants())]

@@ -1,4 +1,4 @@
-"""The headless course runner (python -m deliverylab.course), without running chapters."""
+"""The headless course runner (python -m deliverylab.classroom.course), without running chapters."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import course
+from deliverylab.classroom import course
 from deliverylab.errors import BadValue
 
 LABS = Path(__file__).resolve().parents[2] / "labs"

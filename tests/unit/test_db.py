@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from deliverylab.db import Database
 from deliverylab.errors import BadValue
+from deliverylab.services.db import Database
 
 
 def test_urls_are_checked_in_one_line():

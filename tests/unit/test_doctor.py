@@ -11,10 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from deliverylab import doctor, jars
+from deliverylab.classroom import doctor
 from deliverylab.cluster import docker as dk
 from deliverylab.cluster.properties import ClusterSpec, NodePorts, server_properties
 from deliverylab.errors import JavaNotFound
+from deliverylab.runtime import jars
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,7 +51,7 @@ def test_too_little_memory_fails_and_says_what_to_do(monkeypatch):
 
 
 def test_missing_java_fails_with_the_install_line(monkeypatch):
-    from deliverylab import java
+    from deliverylab.runtime import java
 
     def no_java() -> str:
         raise JavaNotFound("Java not found: Kafka brokers and Spark need Java 17 or newer.")
@@ -120,7 +121,7 @@ def test_compose_pins_the_local_backends_kafka_version():
 
 # ----------------------------------------------------------------------- reaper
 def _reaper(lines: list[str]) -> None:
-    reaper = ROOT / "lib" / "deliverylab" / "cluster" / "reaper.py"
+    reaper = ROOT / "lib" / "deliverylab" / "process" / "reaper.py"
     proc = subprocess.run([sys.executable, str(reaper)], input="".join(lines), text=True,
                           timeout=30)
     assert proc.returncode == 0

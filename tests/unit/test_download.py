@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import download, jars
 from deliverylab.errors import JarsUnavailable
+from deliverylab.runtime import download, jars
 
 FILES = {"org/x/a/1/a-1.jar": b"A" * 300_000, "org/x/b/2/b-2.jar": b"B" * 1000}
 

@@ -17,7 +17,8 @@ import pytest
 
 from deliverylab.cluster import free_ports
 from deliverylab.errors import BadValue
-from deliverylab.framing import (
+from deliverylab.proxy.engine import HoldState, Loss
+from deliverylab.proxy.framing import (
     API_KEYS,
     FrameScanner,
     FramingError,
@@ -28,8 +29,7 @@ from deliverylab.framing import (
     parse_response_correlation,
     parse_response_error,
 )
-from deliverylab.proxy import AckLoss, Hold, Proxy
-from deliverylab.proxyengine import HoldState, Loss
+from deliverylab.proxy.proxy import AckLoss, Hold, Proxy
 
 # --- building frames by hand ---------------------------------------------------------
 

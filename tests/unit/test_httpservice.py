@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from http.server import ThreadingHTTPServer
 
-from deliverylab import httpservice as H
+from deliverylab.services import http as H
 
 
 def test_call_log_applies_one_effect_per_key(tmp_path):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import jars
 from deliverylab.errors import BadValue, JarsUnavailable
+from deliverylab.runtime import classpaths, jars
 
 
 def names(component: str) -> set[str]:
@@ -79,7 +79,7 @@ def test_classpath_lists_bases_first():
 def test_empty_cache_without_fetch_names_files_and_fixes(tmp_path, monkeypatch):
     monkeypatch.setenv("DELIVERYLAB_CACHE", str(tmp_path))
     with pytest.raises(JarsUnavailable) as err:
-        jars.kafka_libs(fetch=False)
+        classpaths.kafka_libs(fetch=False)
     text = str(err.value)
     assert f"the Kafka {jars.KAFKA_VERSION} broker jars in {tmp_path}" in text
     assert "(missing)" in text and "and 43 more" in text
@@ -89,13 +89,13 @@ def test_empty_cache_without_fetch_names_files_and_fixes(tmp_path, monkeypatch):
 def test_an_unpinned_kafka_version_is_refused():
     with pytest.raises(BadValue, match="kafka_version='0.0.0' is not accepted; expected "
                                        f"{jars.KAFKA_VERSION} \\(the pinned one\\)"):
-        jars.kafka_libs("0.0.0")
+        classpaths.kafka_libs("0.0.0")
 
 
 def test_kafka_home_without_jars_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("KAFKA_HOME", str(tmp_path))
     with pytest.raises(JarsUnavailable, match="has no libs/kafka_\\*.jar"):
-        jars.kafka_libs()
+        classpaths.kafka_libs()
 
 
 def test_unknown_component_is_named():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from deliverylab.java import record_archive
+from deliverylab.runtime.java import record_archive
 
 
 def _writer(code: str):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from deliverylab.errors import BadValue
-from deliverylab.nemesis import FAULTS, At, FaultRecord, Schedule, Sent, Step, validate
+from deliverylab.nemesis import FAULTS, FaultRecord, validate
+from deliverylab.schedule import At, Schedule, Sent, Step
 
 
 class FakeNemesis:

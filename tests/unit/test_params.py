@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deliverylab import course, params
+from deliverylab.classroom import course
 from deliverylab.errors import BadValue
+from deliverylab.notebook import params
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deliverylab.progressbar import busy, progress
+from deliverylab.notebook.progress import busy, progress
 
 
 def test_progress_and_busy_print_text_outside_a_notebook(capsys) -> None:

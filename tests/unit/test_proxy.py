@@ -21,7 +21,7 @@ import pytest
 
 from deliverylab.cluster import free_ports
 from deliverylab.errors import LabError
-from deliverylab.proxy import AckLoss, Proxy
+from deliverylab.proxy.proxy import AckLoss, Proxy
 
 END_TXN = 26
 LIB = str(Path(__file__).resolve().parents[2] / "lib")
@@ -67,7 +67,7 @@ def test_a_stopped_proxy_says_so(broker):
 OWNER = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from deliverylab.proxy import Proxy, _Child
+from deliverylab.proxy.proxy import Proxy, _Child
 p = Proxy(int(sys.argv[2]), int(sys.argv[3])).start()
 print(_Child._instance.proc.pid, flush=True)
 time.sleep(60)
@@ -101,7 +101,7 @@ def test_the_proxy_process_dies_with_its_owner(broker):
 LAST = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from deliverylab.proxy import Proxy, _Child
+from deliverylab.proxy.proxy import Proxy, _Child
 with Proxy(int(sys.argv[2]), int(sys.argv[3])):
     child = _Child._instance
     assert child is not None and child.proc.poll() is None

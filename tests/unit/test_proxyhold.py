@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from deliverylab.errors import LabError
-from deliverylab.framing import RequestHeader
-from deliverylab.proxyhold import HeldRequest, Hold
+from deliverylab.proxy.framing import RequestHeader
+from deliverylab.proxy.handles import HeldRequest, Hold
 
 
 class _Proxy:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deliverylab.servicecheck import count_effects, extra, twice
+from deliverylab.services.check import count_effects, extra, twice
 
 
 def test_extra_counts_copies_beyond_the_first():

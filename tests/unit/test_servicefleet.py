@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from deliverylab.chapters.side_effects import fleet_buttons
 from deliverylab.errors import BadValue
 from deliverylab.faults import FAULTS
-from deliverylab.params import SPECS
-from deliverylab.servicefleet import SERVICE_FAULTS, ServiceFleet, SideEffects, fleet_buttons
-from deliverylab.services import PATTERNS, POINTS
+from deliverylab.notebook.params import SPECS
+from deliverylab.services.fleet import SERVICE_FAULTS, ServiceFleet, SideEffects
+from deliverylab.services.instance import PATTERNS, POINTS
 
 
 def test_every_service_fault_is_a_registry_client_fault_and_a_fleet_method():

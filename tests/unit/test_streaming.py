@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import streaming as S
-from deliverylab import streaming_sinks as K
 from deliverylab.errors import BadValue
 from deliverylab.history import History
+from deliverylab.spark import pipeline as S
+from deliverylab.spark import query as Q
+from deliverylab.spark import sinks as K
 from deliverylab.values import encode
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
@@ -37,55 +38,55 @@ def write_checkpoint(root: Path, ends: list[dict[str, int]], committed: int,
 
 
 def test_parse_offsets_reads_version_metadata_and_kafka_offsets():
-    parsed = S.parse_offsets(f'v1\n{META}\n{{"in":{{"0":12,"2":9}}}}')
+    parsed = Q.parse_offsets(f'v1\n{META}\n{{"in":{{"0":12,"2":9}}}}')
     assert parsed["metadata"]["batchWatermarkMs"] == 0
-    assert S.kafka_offsets(parsed["sources"][0]) == {("in", 0): 12, ("in", 2): 9}
+    assert Q.kafka_offsets(parsed["sources"][0]) == {("in", 0): 12, ("in", 2): 9}
 
 
 def test_parse_offsets_refuses_other_files():
     with pytest.raises(BadValue, match="offsets file"):
-        S.parse_offsets('{"in":{"0":1}}')
+        Q.parse_offsets('{"in":{"0":1}}')
 
 
 def test_batches_pair_offsets_with_commits_and_predict_sizes(tmp_path: Path):
     ckpt = write_checkpoint(tmp_path, [{"0": 3, "1": 4}, {"0": 6, "1": 8}, {"0": 7, "1": 8}],
                             committed=0)
-    logs = S.batches(ckpt)
+    logs = Q.batches(ckpt)
     assert [(b.batch, b.size, b.committed) for b in logs] == [(0, 7, True), (1, 7, False),
                                                              (2, 1, False)]
     assert logs[1].ranges() == {"in/0": "3-6", "in/1": "4-8"}
-    assert S.predicted_size(ckpt, 1) == 7
-    assert S.uncommitted(ckpt) == [1, 2]
-    assert S.query_id(ckpt) == "q-1"
+    assert Q.predicted_size(ckpt, 1) == 7
+    assert Q.uncommitted(ckpt) == [1, 2]
+    assert Q.query_id(ckpt) == "q-1"
 
 
 def test_batch_zero_starts_where_the_source_started(tmp_path: Path):
     ckpt = write_checkpoint(tmp_path, [{"0": 15, "1": 20}], committed=0,
                             start={"0": 10, "1": 10})
-    assert S.predicted_size(ckpt, 0) == 15
+    assert Q.predicted_size(ckpt, 0) == 15
 
 
 def test_a_partition_new_in_a_batch_starts_at_zero(tmp_path: Path):
     ckpt = write_checkpoint(tmp_path, [{"0": 2}, {"0": 4, "1": 3}], committed=1, start={"0": 0})
-    assert [b.size for b in S.batches(ckpt)] == [2, 5]
+    assert [b.size for b in Q.batches(ckpt)] == [2, 5]
 
 
 def test_predicting_a_batch_never_planned_is_refused(tmp_path: Path):
     ckpt = write_checkpoint(tmp_path, [{"0": 2, "1": 2}], committed=0)
     with pytest.raises(BadValue, match="batch=5"):
-        S.predicted_size(ckpt, 5)
+        Q.predicted_size(ckpt, 5)
 
 
 def test_no_checkpoint_yet_has_no_batches(tmp_path: Path):
-    assert S.batches(tmp_path / "nothing") == []
+    assert Q.batches(tmp_path / "nothing") == []
 
 
-def spec(tmp_path: Path, **kw) -> S.QuerySpec:
+def spec(tmp_path: Path, **kw) -> Q.QuerySpec:
     base = dict(bootstrap="127.0.0.1:9092", source="in", sink="kafka", target="out",
                 checkpoint=str(tmp_path / "ckpt"), state=str(tmp_path / "state"),
                 t0_epoch=1000.0)
     base.update(kw)
-    return S.QuerySpec(**base)
+    return Q.QuerySpec(**base)
 
 
 @pytest.mark.parametrize("bad", [dict(sink="console"), dict(crash="explode"),
@@ -97,11 +98,11 @@ def test_query_spec_refuses_bad_values(tmp_path: Path, bad: dict):
 
 def test_query_spec_round_trips_through_json(tmp_path: Path):
     s = spec(tmp_path, crash_at=2, crash="kill_driver")
-    assert S.QuerySpec.from_json(s.to_json()) == s
+    assert Q.QuerySpec.from_json(s.to_json()) == s
 
 
 def test_op_log_times_ops_on_the_parents_clock(tmp_path: Path):
-    log = S.OpLog(tmp_path / "ops.jsonl", t0_epoch=1000.0)
+    log = Q.OpLog(tmp_path / "ops.jsonl", t0_epoch=1000.0)
     log.record("spark-0", "commit", "ok", at=1012.5, detail="commits/0")
     log.record("spark-0", "send", "ok", ["producer-0:3"], at=1013.0, topic="out")
     history = History.load(tmp_path / "ops.jsonl")
@@ -111,7 +112,7 @@ def test_op_log_times_ops_on_the_parents_clock(tmp_path: Path):
 def test_crash_hook_raises_once_then_lets_the_replay_pass(tmp_path: Path):
     s = spec(tmp_path, crash_at=1, crash="crash_query")
     Path(s.state).mkdir()
-    log = S.OpLog(s.ops_path, s.t0_epoch)
+    log = Q.OpLog(s.ops_path, s.t0_epoch)
     hook = S._crash_hook(s, log)
     hook(0)  # not the batch: nothing happens
     with pytest.raises(RuntimeError, match="after writing batch 1"):

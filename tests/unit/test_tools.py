@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import tools
+from deliverylab.cluster import tools
 from deliverylab.errors import BadValue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def test_every_console_script_points_at_a_launcher_for_its_own_tool():
     assert set(scripts) == set(tools.TOOLS)
     for name, target in scripts.items():
         module, func = target.split(":")
-        assert module == "deliverylab.tools"
+        assert module == "deliverylab.cluster.tools"
         assert getattr(tools, func).__name__ == name.replace("-", "_")
 
 

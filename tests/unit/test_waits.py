@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from deliverylab import recipes
+from deliverylab.chapters import recipes
+from deliverylab.cluster.ready import wait_whole
 from deliverylab.errors import ClusterNotReady
-from deliverylab.nemesis import wait_whole
 
 WHOLE = SimpleNamespace(error=None, partitions={
     0: SimpleNamespace(leader=2, replicas=[2, 1, 3], isrs=[1, 2, 3])})

@@ -57,7 +57,7 @@ class _Workload:
 
 
 def test_stream_presses_the_schedule_at_its_counts(capsys):
-    from deliverylab.workload import Stream
+    from deliverylab.notebook.stream import Stream
 
     ref = []
     panel = _Panel(ref)
@@ -73,7 +73,7 @@ def test_stream_presses_the_schedule_at_its_counts(capsys):
 
 
 def test_stream_refuses_unknown_buttons_and_reraises_a_failed_press():
-    from deliverylab.workload import Stream
+    from deliverylab.notebook.stream import Stream
 
     with pytest.raises(BadValue):
         Stream(_Workload(), 10, panel=_Panel([]), faults=["kill_everything"])

@@ -22,9 +22,9 @@ from typing import IO
 
 import psutil
 
-from .. import jars
 from ..errors import BrokerExited, LabError
-from ..java import find_java
+from ..runtime import classpaths, jars
+from ..runtime.java import find_java
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
 
 # Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
@@ -79,7 +79,7 @@ class LocalBackend:
                  jvm_opts: list[str] | None = None) -> None:
         self.workdir = workdir
         self.java = find_java()
-        self.libs = jars.kafka_libs(kafka_version)
+        self.libs = classpaths.kafka_libs(kafka_version)
         archive = class_archive(kafka_version)
         # -Xshare:auto (the default) falls back silently if the archive does not fit.
         shared = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
@@ -353,7 +353,7 @@ def tail(path: Path, lines: int = 20) -> str:
 def start_reaper() -> subprocess.Popen:
     """Start the watchdog that outlives us (see :mod:`.reaper`)."""
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("reaper.py"))],
+        [sys.executable, str(Path(__file__).parents[1] / "process" / "reaper.py")],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         text=True, start_new_session=True, close_fds=True,
     )
