@@ -161,7 +161,7 @@ def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | No
     from ..process.children import child_env
 
     final = final or class_archive()
-    code = "import sys; from deliverylab import inspector; inspector._record(*sys.argv[1:])"
+    code = "import sys; from deliverylab.spark import session; session._record(*sys.argv[1:])"
     got = record_archive(final, lambda partial: [sys.executable, "-c", code, bootstrap,
                                                  str(partial)], timeout=300, env=child_env())
     if got is not None:
