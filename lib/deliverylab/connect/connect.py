@@ -474,12 +474,6 @@ class Connect:
     def stop_connector(self, name: str) -> None:
         self.rest("PUT", f"/connectors/{name}/stop")
 
-    def pause_connector(self, name: str) -> None:
-        self.rest("PUT", f"/connectors/{name}/pause")
-
-    def resume_connector(self, name: str) -> None:
-        self.rest("PUT", f"/connectors/{name}/resume")
-
     def delete(self, name: str) -> None:
         self.rest("DELETE", f"/connectors/{name}")
 

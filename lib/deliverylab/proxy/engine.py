@@ -192,7 +192,7 @@ class Engine:
         self._holds: list[HoldState] = []
         self._delays = {"to_broker": 0.0, "to_client": 0.0}
         self._blackholed = False
-        self.do_clear_stats()
+        self._zero_counters()
 
     async def start(self) -> None:
         try:
@@ -330,7 +330,7 @@ class Engine:
         self._responses[key] = self._responses.get(key, 0) + 1
         self._bytes_to_client += size
 
-    def do_clear_stats(self) -> None:
+    def _zero_counters(self) -> None:
         self._requests: dict[int, int] = {}
         self._responses: dict[int, int] = {}
         self._bytes_to_broker = 0

@@ -357,11 +357,6 @@ class Proxy:
         self.arm(loss)
         return loss
 
-    def drop_responses(self, api: str | int = "Produce", count: int = 1,
-                       client_id: str | None = None) -> AckLoss:
-        """The design guide's name for :meth:`lose_acks` (same fault, api first)."""
-        return self.lose_acks(count, api, client_id)
-
     def arm(self, loss: AckLoss) -> AckLoss:
         """Let this proxy spend ``loss``'s budget too (one fault over several proxies)."""
         self._attach(loss)
@@ -446,12 +441,9 @@ class Proxy:
 
     # ---------------------------------------------------------------- counters
     def stats(self) -> dict[str, Any]:
-        """Counters since start (or :meth:`clear_stats`): requests and responses per api,
+        """Counters since start: requests and responses per api,
         bytes each way (whole frames), connections, acks dropped, active faults."""
         return self._call("stats")
-
-    def clear_stats(self) -> None:
-        self._call("clear_stats")
 
     def requests(self, api: str | int) -> int:
         """How many requests of ``api`` were forwarded so far (a recipe's progress probe)."""

@@ -307,14 +307,6 @@ class SparkPipeline:
             reaper.stdin.close()
             reaper.wait(10)
 
-    def crash_and_restart(self, crash_at: int, crash: str = "crash_query",
-                          timeout: float = 600.0) -> PipelineRun:
-        """Crash after batch ``crash_at``'s write, predict the replay from the
-        checkpoint, restart and run to the end."""
-        self.run(crash_at=crash_at, crash=crash, timeout=timeout)
-        self.run(timeout=timeout)
-        return self.report
-
     def clean(self) -> None:
         """Remove the checkpoint and state (a new run then starts from the input's start)."""
         shutil.rmtree(self.workdir, ignore_errors=True)
