@@ -25,6 +25,23 @@ LOGGER.addHandler(logging.NullHandler())
 LOGGER.propagate = False
 
 
+def bootstrap_of(target: Any, direct: bool = False) -> str:
+    """The bootstrap address of ``target``: a ``"host:port[,...]"`` string as is, or an
+    object's ``.bootstrap_servers`` (a :class:`~deliverylab.cluster.Cluster`: through
+    its fault proxies, what clients under test use). ``direct=True`` prefers its
+    ``.direct_bootstrap_servers``: the evidence readers' path, which no fault touches.
+    """
+    if isinstance(target, str) and target.strip():
+        return target.strip()
+    for attr in (("direct_bootstrap_servers",) if direct else ()) + ("bootstrap_servers",):
+        found = getattr(target, attr, None)
+        found = found() if callable(found) else found
+        if isinstance(found, str) and found.strip():
+            return found.strip()
+    raise bad_value("cluster", target, "a bootstrap address 'host:port[,host:port]' or an "
+                    "object with .bootstrap_servers (e.g. a Cluster)")
+
+
 def config(bootstrap: str, **settings: Any) -> dict[str, Any]:
     """A client configuration: bootstrap address, quiet logging, then ``settings``.
 
@@ -177,7 +194,7 @@ class TxnProducer:
                  transactional_id: str | None = None, process: str = "txn-producer",
                  mode: DeliveryMode = TRANSACTIONAL, timeout: float = 30.0,
                  transaction_timeout_ms: int = 120_000) -> None:
-        self.bootstrap = target if isinstance(target, str) else target.bootstrap_servers
+        self.bootstrap = bootstrap_of(target)
         self.topic = topic
         self.history = history
         self.process = process

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from . import values as V
-from .clients import Recorder, config, is_fencing
+from .clients import Recorder, bootstrap_of, config, is_fencing
 from .errors import LabError, bad_value
 from .history import History
 from .modes import DeliveryMode
@@ -30,9 +30,6 @@ CRASH_POINTS = {"before": "after_commit_before_process",
                 "after": "after_process_before_commit",
                 "transaction": "mid_transaction"}
 
-
-def _bootstrap(target: object) -> str:
-    return target if isinstance(target, str) else target.bootstrap_servers
 
 
 @dataclass
@@ -75,7 +72,7 @@ class ProducerWorkload:
                  payload_size: int = 0, settings: dict | None = None,
                  txn_size: int | None = None,
                  commit_interval_ms: float | None = None) -> None:
-        self.bootstrap = _bootstrap(target)
+        self.bootstrap = bootstrap_of(target)
         self.topic = topic
         self.mode = get_mode(mode).with_commits(txn_size, commit_interval_ms)
         self.history = history if history is not None else History()
@@ -256,7 +253,7 @@ class Pipeline:
                  transactional_id: str | None = None, txn_size: int | None = None,
                  commit_interval_ms: float | None = None,
                  settings: dict | None = None) -> None:
-        self.bootstrap = _bootstrap(target)
+        self.bootstrap = bootstrap_of(target)
         self.source, self.sink = source, sink
         self.mode = get_mode(mode).with_commits(txn_size, commit_interval_ms)
         self.settings = dict(settings or {})

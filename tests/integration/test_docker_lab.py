@@ -210,7 +210,7 @@ def test_stopping_the_lab_spares_a_watchdog_s_removal_in_progress(lab_image: str
     out.chmod(0o777)
     name = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
     # The owner hands its watchdog a slow command, then exits: the watchdog runs it now.
-    owner = ("import json\nfrom deliverylab.cluster.local import start_reaper\n"
+    owner = ("import json\nfrom deliverylab.process.children import start_reaper\n"
              "r = start_reaper()\n"
              "r.stdin.write('exec ' + json.dumps(['sh', '-c', "
              "'sleep 15; touch /home/lab/out/cleaned']) + '\\n')\nr.stdin.flush()\n")

@@ -37,7 +37,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from ..clients import config
+from ..clients import bootstrap_of, config
 from ..errors import LabError, bad_value
 from ..modes import AT_LEAST_ONCE, AT_MOST_ONCE, IDEMPOTENT, TRANSACTIONAL, DeliveryMode
 from .cost_plots import plot, plot_ctp
@@ -290,7 +290,7 @@ def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 5
         mode = mode.with_commits(txn_size=10**9, commit_interval_ms=variant.commit_interval_ms)
     group = f"cost-{uuid.uuid4().hex[:8]}"
     history = History()
-    stage = Pipeline(_bootstrap(cluster), source, sink, mode, history, group=group,
+    stage = Pipeline(bootstrap_of(cluster, direct=True), source, sink, mode, history, group=group,
                      batch=batch, transactional_id=f"{group}-txn", settings=settings)
     report = stage.run(expected=values, idle_timeout=30)
     last = max(op.time for op in history)  # the last commit, or send (at-most-once)
@@ -301,10 +301,6 @@ def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 5
                        f"{values} values within its idle timeout")
     return report.processed, elapsed
 
-
-def _bootstrap(cluster: Any) -> str:
-    """The brokers' own listeners: the cost of a guarantee, not of the fault proxy."""
-    return getattr(cluster, "direct_bootstrap_servers", None) or cluster.bootstrap_servers
 
 
 # --- the one measuring function ------------------------------------------------------------
@@ -382,7 +378,7 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
                             + ", ".join(v.name for v in chosen))
         chosen = [v for v in chosen if v.name in wanted]
     settings = {"linger.ms": linger_ms, "batch.size": batch_size}
-    bootstrap = _bootstrap(cluster)
+    bootstrap = bootstrap_of(cluster, direct=True)
     partitions = 3
     topic_config = {"min.insync.replicas": min(2, cluster.size)}
     topics = {(v.name, s): cluster.create_topic(f"cost-{uuid.uuid4().hex[:8]}",

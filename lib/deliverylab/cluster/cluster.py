@@ -22,11 +22,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..clients import config
 from ..errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning, bad_value
+from ..process.children import start_reaper, tail
 from ..process.ports import check_port, free_ports
 from ..runtime import jars
 from . import quorum as kraft
 from . import ready
-from .local import LocalBackend, start_reaper, tail
+from .local import LocalBackend
 from .properties import ClusterSpec, NodePorts, new_kafka_id
 
 BACKENDS = ("local", "docker", "auto")

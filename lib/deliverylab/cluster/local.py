@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import IO
 import psutil
 
 from ..errors import BrokerExited, LabError
+from ..process.children import tail
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
@@ -336,24 +336,3 @@ def copy_storage(template: Path, data: Path, cluster_id: str) -> None:
             line = f"directory.id={new_kafka_id()}"
         lines.append(line)
     meta.write_text("\n".join(lines) + "\n")
-
-
-def tail(path: Path, lines: int = 20) -> str:
-    """Last ``lines`` lines of a log, or an empty string if it does not exist yet."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 64 * 1024))
-            text = fh.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def start_reaper() -> subprocess.Popen:
-    """Start the watchdog that outlives us (see :mod:`.reaper`)."""
-    return subprocess.Popen(
-        [sys.executable, str(Path(__file__).parents[1] / "process" / "reaper.py")],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        text=True, start_new_session=True, close_fds=True,
-    )

@@ -3,8 +3,9 @@
 Chapter 07's source system is a plain file the notebook appends lines to; Kafka's own
 ``FileStreamSource`` connector (it declares exactly-once support, KIP-618) copies each
 line into a topic. The workers are JVM processes from the pinned ``connect`` jars, on
-127.0.0.1, each in a private directory, watched by the cluster's reaper: they stop
-with the cluster, and with the Python process however it dies.
+127.0.0.1, each in a private directory, started by :mod:`deliverylab.process.children`
+(their own reaper): they stop with the cluster, and with the Python process however it
+dies.
 
 Why this module wraps the REST API only "just enough": the lesson is in *when* records
 and source offsets reach Kafka, so the calls a chapter needs are here (create, status,
@@ -32,8 +33,10 @@ import psutil
 import requests
 
 from ..cluster import ready
-from ..cluster.local import SIGNALS, tail
+from ..cluster.local import SIGNALS
 from ..errors import LabError, bad_value
+from ..process.children import Children, tail
+from ..process.ports import free_ports
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java
 
@@ -197,13 +200,12 @@ class Connect:
         self.jvm_opts = [*WORKER_JVM_OPTS, *(jvm_opts or [])]
         self.ready_timeout = ready_timeout
         self.dir = Path(cluster.workdir) / self.group
-        from ..process.ports import free_ports
-
         self.workers = [Worker(i, port, self.dir / f"worker-{i}")
                         for i, port in enumerate(free_ports(workers), start=1)]
         self.start_seconds: float | None = None
         self.session = requests.Session()
         self.connectors: list[str] = []  # created here, in order
+        self.children: Children | None = None  # the workers' processes and their reaper
 
     def __repr__(self) -> str:
         states = ", ".join(f"{w.index}:{w.state}" for w in self.workers)
@@ -215,6 +217,8 @@ class Connect:
         """Launch every worker at once and wait until each answers ``GET /health``."""
         t0 = time.monotonic()
         self._classpath = ":".join(str(p) for p in classpaths.classpath("connect"))
+        if self.children is None:
+            self.children = Children()
         for w in self.workers:
             w.dir.mkdir(parents=True, exist_ok=True)
             props = worker_properties(self.cluster.direct_bootstrap_servers, self.group,
@@ -234,18 +238,14 @@ class Connect:
         return self
 
     def _launch(self, w: Worker) -> None:
-        log = open(w.log_path, "a")  # noqa: SIM115 - the child keeps it
-        log.write(f"\n===== deliverylab: starting worker {w.index} at {time.ctime()} =====\n")
-        log.flush()
-        w.proc = subprocess.Popen(
+        with open(w.log_path, "a") as log:
+            log.write(f"\n===== deliverylab: starting worker {w.index} at {time.ctime()} =====\n")
+        w.proc = self.children.start(
+            f"Connect worker {w.index}",
             [find_java(), *self.jvm_opts, f"-Dlog4j2.configurationFile={jars.log4j_config()}",
              f"-Dkafka.logs.dir={w.dir}", "-cp", self._classpath, MAIN_CLASS,
-             str(w.dir / "worker.properties")],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, cwd=w.dir)
-        log.close()
+             str(w.dir / "worker.properties")], w.log_path, cwd=w.dir)
         w.state = "up"
-        self.cluster._tell_reaper(f"watch {w.proc.pid}")
 
     def _check(self, w: Worker) -> None:
         """Raise with the log tail if the worker's process has exited."""
@@ -284,8 +284,10 @@ class Connect:
                     w.proc.wait(10)
                 except subprocess.TimeoutExpired:
                     pass
-                self.cluster._tell_reaper(f"forget {w.proc.pid}")
             w.state = "stopped"
+        if self.children is not None:
+            self.children.close()  # stops what is left, then lets the reaper go
+            self.children = None
         self.session.close()
 
     # ------------------------------------------------------------------ workers

@@ -1,13 +1,17 @@
-"""Child processes of chapter 06 (service instances, the HTTP service, PostgreSQL),
-each in its own process group and watched by the lab's reaper.
+"""The one way the lab starts a child process: in its own process group, its output in
+a log, watched by a reaper, its log's tail in the error when it dies.
 
-Why a separate owner from the Cluster's: a service instance must die by a real
-``SIGKILL`` while its siblings go on, and a kernel restart (itself a SIGKILL of the
-owner) must still take every one of them down. So each :class:`Children` starts one
-:mod:`~deliverylab.process.reaper` (the brokers' watchdog, reused as is), tells it
+Who uses it: chapter 06's service instances, HTTP service and PostgreSQL; chapter 05's
+Spark driver and the Spark standalone cluster; chapter 07's Connect workers. (The
+brokers' backends launch their JVMs themselves and tell the Cluster's reaper, which is
+started here too.)
+
+Why a reaper per owner: a child must die by a real ``SIGKILL`` while its siblings go on,
+and a kernel restart (itself a SIGKILL of the owner) must still take every one of them
+down. So each :class:`Children` starts one :mod:`~deliverylab.process.reaper`, tells it
 ``watch <pid>`` for every child and ``cleanup <dir>`` for private directories; when the
 owner dies, however it dies, the reaper SIGKILLs the process groups and removes the
-directories.
+directories. :meth:`Children.close` releases it once the owner stopped them itself.
 """
 
 from __future__ import annotations
@@ -20,8 +24,28 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cluster.local import start_reaper, tail
 from ..errors import LabError
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """Last ``lines`` lines of a log, or an empty string if it does not exist yet."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def start_reaper() -> subprocess.Popen:
+    """Start the watchdog that outlives us (see :mod:`.reaper`)."""
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("reaper.py"))],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        text=True, start_new_session=True, close_fds=True,
+    )
 
 
 class ChildExited(LabError):
@@ -44,7 +68,7 @@ class Children:
 
     def start(self, name: str, argv: Sequence[str], log: Path, *,
               env: dict[str, str] | None = None, stdin: bool = False,
-              stdout_pipe: bool = False) -> subprocess.Popen:
+              stdout_pipe: bool = False, cwd: Path | None = None) -> subprocess.Popen:
         """Start ``argv`` in a new session (its own process group), output to ``log``.
 
         The reaper learns the pid before this returns. ``stdin=True`` keeps a pipe to
@@ -56,7 +80,7 @@ class Children:
             proc = subprocess.Popen(
                 list(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if stdout_pipe else out, stderr=out,
-                env=env, start_new_session=True, text=True)
+                env=env, start_new_session=True, text=True, cwd=cwd)
         finally:
             out.close()
         self._tell(f"watch {proc.pid}")

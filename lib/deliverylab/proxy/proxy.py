@@ -32,7 +32,6 @@ import os
 import pickle
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LabError, bad_value
+from ..process.children import child_env, python_module
 from .framing import DIRECTIONS, api_key
 from .handles import FaultHandle, HeldRequest, Hold
 
@@ -143,12 +143,11 @@ class _Child:
 
     def __init__(self) -> None:
         self.log = Path(tempfile.gettempdir()) / f"deliverylab-proxy-{os.getpid()}.log"
-        lib = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "DELIVERYLAB_PROXY_LOG": str(self.log),
-               "PYTHONPATH": os.pathsep.join(filter(None, [lib, os.environ.get("PYTHONPATH")]))}
+        # No reaper: the engine exits on EOF of its stdin, however this process dies.
+        env = {**child_env(), "DELIVERYLAB_PROXY_LOG": str(self.log)}
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "deliverylab.proxy.engine"], stdin=subprocess.PIPE,
+                python_module("proxy.engine"), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=log, env=env, close_fds=True,
                 start_new_session=True)  # a Ctrl-C in the notebook is not for the proxy
         self.users = 0

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..clients import bootstrap_of
 from ..cluster.ready import wait_until
 from ..errors import LabError, bad_value
 from ..faults import fault as registry_fault
@@ -55,7 +56,7 @@ class SideEffects:
             raise bad_value("database", database,
                             "'sqlite', 'postgres' or a URL (postgresql://user@host:port/db)")
         self.cluster = cluster
-        self.bootstrap = cluster if isinstance(cluster, str) else cluster.bootstrap_servers
+        self.bootstrap = bootstrap_of(cluster)
         self.workdir = Path(tempfile.mkdtemp(prefix="deliverylab-sidefx-"))
         self.children = Children()
         self.children.cleanup(self.workdir)

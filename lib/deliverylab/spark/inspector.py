@@ -148,19 +148,7 @@ class Inspector:
         conf: dict[str, str] | None = None,
         timeout: float = 15.0,
     ) -> None:
-        bootstrap = cluster
-        if not isinstance(cluster, str):
-            for attr in ("direct_bootstrap_servers", "bootstrap_servers"):
-                found = getattr(cluster, attr, None)
-                found = found() if callable(found) else found
-                if isinstance(found, str) and found:
-                    bootstrap = found
-                    break
-        if not isinstance(bootstrap, str) or not bootstrap.strip():
-            raise bad_value("cluster", cluster,
-                            "a bootstrap address 'host:port[,host:port]' or an object "
-                            "with .bootstrap_servers (e.g. a Cluster)")
-        self.bootstrap_servers = bootstrap.strip()
+        self.bootstrap_servers = clients.bootstrap_of(cluster, direct=True)
         self.timeout = timeout
         self._admin = AdminClient(clients.config(self.bootstrap_servers))
         self.spark = session(master, conf)

@@ -27,19 +27,17 @@ point is :mod:`deliverylab.spark.driver`.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..clients import bootstrap_of
 from ..errors import LabError, bad_value
 from ..history import History, Op
+from ..process.children import Children, child_env, python_module, tail
 from . import sinks as S
 from .query import (
     MAX_OFFSETS,
@@ -173,7 +171,7 @@ class SparkPipeline:
                  master: str | None = None, name: str = "spark") -> None:
         if sink not in SINKS:
             raise bad_value("sink", sink, "one of " + ", ".join(SINKS))
-        self.bootstrap = target if isinstance(target, str) else _bootstrap(target)
+        self.bootstrap = bootstrap_of(target, direct=True)
         self.source, self.sink, self.name = source, sink, name
         self.history = history if history is not None else History()
         self.workdir = Path(workdir) if workdir else Path(
@@ -271,50 +269,31 @@ class SparkPipeline:
         """Run the query in its own driver process; SIGKILL it once it parks after its
         write. The process group (python + its Spark JVM) is watched by the lab's
         reaper, so a kernel that dies meanwhile takes the driver with it."""
-        from ..cluster.local import start_reaper
-
         Path(spec.state).mkdir(parents=True, exist_ok=True)
         log_path = Path(spec.state) / f"{spec.process}.log"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
-        reaper = start_reaper()
-        with log_path.open("w") as logf:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "deliverylab.spark.driver", spec.to_json()],
-                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True)
-        reaper.stdin.write(f"watch {child.pid}\n")
-        reaper.stdin.flush()
+        children = Children()
         try:
+            child = children.start(f"the child driver {spec.process}",
+                                   python_module("spark.driver", spec.to_json()), log_path,
+                                   env=child_env())
             end = time.monotonic() + timeout
             parked = spec.parked_path(spec.crash_at)
             while not parked.exists():
                 if child.poll() is not None:
                     raise LabError(f"the child driver {spec.process} exited "
                                    f"({child.returncode}) before batch {spec.crash_at} "
-                                   f"was written; its log: {log_path}")
+                                   f"was written; its log: {log_path}\n{tail(log_path)}")
                 if time.monotonic() > end:
                     raise LabError(f"the child driver {spec.process} did not reach batch "
                                    f"{spec.crash_at} within {timeout:.0f} s; log: {log_path}")
                 time.sleep(0.2)
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait(30)
+            children.kill(child)
         finally:
-            if child.poll() is None:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait(30)
-            reaper.stdin.write(f"forget {child.pid}\n")
-            reaper.stdin.close()
-            reaper.wait(10)
+            for proc, _, _ in list(children.procs.values()):
+                if proc.poll() is None:
+                    children.kill(proc)
+            children.close()
 
     def clean(self) -> None:
         """Remove the checkpoint and state (a new run then starts from the input's start)."""
         shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _bootstrap(target: Any) -> str:
-    for attr in ("direct_bootstrap_servers", "bootstrap_servers"):
-        found = getattr(target, attr, None)
-        if isinstance(found, str) and found:
-            return found
-    raise bad_value("target", target, "a bootstrap address or a Cluster")

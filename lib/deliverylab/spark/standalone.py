@@ -11,14 +11,14 @@ reaper, so the cluster dies with its owner like brokers do.
 from __future__ import annotations
 
 import os
-import signal
+import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from ..cluster.local import start_reaper
 from ..errors import LabError, bad_value
+from ..process.children import Children
 from ..process.ports import free_ports
 from ..runtime.java import java_home
 
@@ -33,7 +33,7 @@ class SparkStandalone:
         self.workdir = Path(tempfile.mkdtemp(prefix="deliverylab-spark-standalone-"))
         self.procs: list[subprocess.Popen] = []
         self.master_url = ""
-        self._reaper: subprocess.Popen | None = None
+        self._children: Children | None = None
 
     @classmethod
     def start(cls, workers: int = 2, cores: int = 1, memory: str = "1g",
@@ -44,20 +44,16 @@ class SparkStandalone:
         import pyspark
 
         home = Path(pyspark.__file__).parent
-        log = (self.workdir / f"{name}.log").open("w")
-        proc = subprocess.Popen([str(home / "bin" / "spark-class"), *args], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**env, "SPARK_HOME": str(home)},
-                                start_new_session=True)
+        proc = self._children.start(f"Spark standalone {name}",
+                                    [str(home / "bin" / "spark-class"), *args],
+                                    self.workdir / f"{name}.log",
+                                    env={**env, "SPARK_HOME": str(home)})
         self.procs.append(proc)
-        self._reaper.stdin.write(f"watch {proc.pid}\n")
-        self._reaper.stdin.flush()
         return proc
 
     def _start(self, timeout: float) -> SparkStandalone:
-        self._reaper = start_reaper()
-        self._reaper.stdin.write(f"cleanup {self.workdir}\n")
-        self._reaper.stdin.flush()
+        self._children = Children()
+        self._children.cleanup(self.workdir)
         env = {**os.environ, "JAVA_HOME": java_home(), "SPARK_LOCAL_IP": "127.0.0.1",
                "SPARK_NO_DAEMONIZE": "1"}
         port, ui, *worker_ui = free_ports(2 + self.workers)
@@ -99,22 +95,15 @@ class SparkStandalone:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(15)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait(15)
+        """SIGTERM every process group (workers first), SIGKILL what outlives 15 s, then
+        remove the work directory."""
+        if self._children is not None:
+            for proc in reversed(self.procs):
+                self._children.stop(proc, timeout=15)
+            self._children.close()
+            self._children = None
         self.procs.clear()
-        if self._reaper is not None:
-            self._reaper.stdin.close()  # EOF: the reaper removes the work dir and exits
-            self._reaper.wait(30)
-            self._reaper = None
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> SparkStandalone:
         return self
