@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from deliverylab.services.check import count_effects, extra, twice
+from deliverylab.checker import extra_copies
+from deliverylab.services.check import count_effects, twice
 
 
 def test_extra_counts_copies_beyond_the_first():
-    assert extra([]) == 0
-    assert extra(["a", "b"]) == 0
-    assert extra(["a", "a", "a", "b", "b"]) == 3
+    assert extra_copies([]) == 0
+    assert extra_copies(["a", "b"]) == 0
+    assert extra_copies(["a", "a", "a", "b", "b"]) == 3
     assert twice(["b", "a", "b", "a", "c"]) == ["a", "b"]
 
 

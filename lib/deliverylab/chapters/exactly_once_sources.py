@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import values as V
+from ..checker import extra_copies
 from ..cluster import ready
 from ..connect.connect import FENCED_TEXTS, Connect, ConnectError, file_source
 from ..errors import bad_value
@@ -105,11 +106,6 @@ def after(ends: list[int], position: int | None) -> int:
 def copies(reads: Iterable[Read]) -> Counter:
     """Value -> how many times it is in the log (records that are not lab values left out)."""
     return Counter(r.value for r in reads if r.value is not None)
-
-
-def duplicates(reads: Iterable[Read]) -> int:
-    """Extra copies: every copy of a value beyond its first."""
-    return sum(n - 1 for n in copies(reads).values() if n > 1)
 
 
 def missing(reads: Iterable[Read], written: Iterable[str]) -> list[str]:
@@ -194,8 +190,8 @@ class Runs:
             lines=len(source.ends),
             committed_records=len(result.committed),
             uncommitted_records=len(result.uncommitted),
-            committed_duplicates=duplicates(result.committed),
-            uncommitted_duplicates=duplicates(result.uncommitted),
+            committed_duplicates=extra_copies(r.value for r in result.committed),
+            uncommitted_duplicates=extra_copies(r.value for r in result.uncommitted),
             committed_missing=len(missing(result.committed, source.values)))
         connect.delete(name)
         return result
@@ -312,12 +308,10 @@ class Runs:
         result.observed.update(owner=owner, taken_over_by=taker)
         self._finish(connect, name, topic, source, result)
         late = set(source.values[resumed_at[0]:])
-        counts = copies(result.uncommitted)
         result.observed.update(
-            zombie_duplicates=sum(n - 1 for v, n in copies(result.committed).items()
-                                  if v in late and n > 1),
-            zombie_uncommitted_copies=sum(n - 1 for v, n in counts.items()
-                                          if v in late and n > 1),
+            zombie_duplicates=extra_copies((r.value for r in result.committed), only=late),
+            zombie_uncommitted_copies=extra_copies((r.value for r in result.uncommitted),
+                                                   only=late),
             zombie_fenced_lines=len(connect.fenced_lines(owner)) - fenced_before)
         return result
 
@@ -401,5 +395,5 @@ def zombie_id(connect: Connect, connector: str, task: int = 0) -> str:
     return f"{connect.group}-{connector}-{task}"
 
 
-__all__ = ["ConnectError", "RunResult", "Runs", "SourceFile", "copies", "duplicates",
+__all__ = ["ConnectError", "RunResult", "Runs", "SourceFile", "copies",
            "fence_from_python", "missing", "zombie_id"]

@@ -30,6 +30,8 @@ from ..clients import config
 from ..cluster import ready
 from ..cluster.ready import wait_whole
 from ..errors import LabError, bad_value
+from ..history import History
+from ..nemesis import Nemesis
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -213,6 +215,8 @@ class LostAckResult:
     leader: int
     error: str | None
     records: tuple[tuple[int, str | None], ...] = field(repr=False)
+    #: The fault op the Nemesis recorded (``lose_ack``, aimed at this producer only).
+    history: History = field(default_factory=History, repr=False, compare=False)
 
     @property
     def duplicated(self) -> bool:
@@ -226,7 +230,8 @@ class LostAckResult:
 
 
 def lost_ack_duplicate(cluster: Cluster, topic: str, idempotent: bool = False,
-                       timeout: float = 30.0) -> LostAckResult:
+                       timeout: float = 30.0, history: History | None = None,
+                       ) -> LostAckResult:
     """Produce one value whose acknowledgement is lost; count its copies in the topic.
 
     Why it is deterministic: the leader's proxy forwards the produce request, the
@@ -241,7 +246,9 @@ def lost_ack_duplicate(cluster: Cluster, topic: str, idempotent: bool = False,
     request in flight, so exactly one write is ever in doubt.
 
     A first value is written before the fault so that the connection (and, with
-    idempotence, the producer id) exists and the fault hits the value under test.
+    idempotence, the producer id) exists and the fault hits the value under test. The
+    fault goes through the :class:`~deliverylab.nemesis.Nemesis`, so ``history`` (or the
+    result's own) holds its ``lose_ack`` op like any other run's.
     """
     if not cluster.proxies:
         raise RecipeFailed("lost_ack_duplicate needs the fault proxy: start the cluster "
@@ -260,7 +267,8 @@ def lost_ack_duplicate(cluster: Cluster, topic: str, idempotent: bool = False,
         raise RecipeFailed(f"the first write to {topic!r} failed ({warmup.error_name}) "
                            "before any fault: is the cluster healthy?")
     # Only this producer's request: a workload running beside the recipe keeps its acks.
-    loss = cluster.proxies[leader].lose_acks(1, "Produce", client_id=producer_id)
+    nemesis = Nemesis(cluster, history)
+    loss = nemesis.lose_ack(node=leader, api="Produce", client_id=producer_id).handle
     try:
         victim = _Send(producer, topic, values.encode(producer_id, 1), key)
         victim.wait(timeout)
@@ -277,7 +285,7 @@ def lost_ack_duplicate(cluster: Cluster, topic: str, idempotent: bool = False,
     return LostAckResult(topic=topic, partition=0, idempotent=bool(idempotent), value=name,
                          copies=len(offsets), offsets=offsets, acked_offset=victim.offset,
                          acks_dropped=loss.dropped, leader=leader,
-                         error=victim.error_name, records=labels)
+                         error=victim.error_name, records=labels, history=nemesis.history)
 
 
 # --- acknowledged, then lost -----------------------------------------------------------

@@ -15,11 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-def extra(ids: Iterable[str]) -> int:
-    """Copies beyond the first, summed over ids: ``extra(["a", "a", "a", "b"]) == 2``."""
-    counts = Counter(ids)
-    return sum(n - 1 for n in counts.values())
+from ..checker import extra_copies
 
 
 def twice(ids: Iterable[str]) -> list[str]:
@@ -87,11 +83,11 @@ def count_effects(pattern: str, input_ids: Iterable[str], rows: Iterable[str],
     polled = [e["message_id"] for e in events if e.get("kind") == "poll"]
     return Effects(
         pattern=pattern, messages=len(wanted),
-        rows=len(rows), duplicate_rows=extra(rows), missing_rows=len(wanted - set(rows)),
-        calls=len(called), duplicate_calls=extra(called),
-        effects=len(applied), duplicate_effects=extra(applied),
+        rows=len(rows), duplicate_rows=extra_copies(rows), missing_rows=len(wanted - set(rows)),
+        calls=len(called), duplicate_calls=extra_copies(called),
+        effects=len(applied), duplicate_effects=extra_copies(applied),
         missing_effects=len(wanted - set(applied)),
-        redelivered=len(twice(polled)), input_copies=extra(input_ids),
+        redelivered=len(twice(polled)), input_copies=extra_copies(input_ids),
         faults=[e["fault"] for e in events if e.get("kind") == "fault"],
         rejected_commits=sum(1 for e in events if e.get("kind") == "commit"
                              and e.get("outcome") == "fail"),

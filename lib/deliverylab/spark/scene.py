@@ -99,12 +99,9 @@ def crash_scene(cluster: Any, sink: str = "kafka", crash: str | None = "crash_qu
     # Judged against what the sink promises: at-least-once allows a replay's copies.
     allowed = AT_LEAST_ONCE.allowed if sink == "kafka" else frozenset()
     result = C.check(history, reads, allowed, pipeline=(source, pipe.output))
-    counts: dict[str, int] = {}
-    for r in reads:
-        if r.topic == pipe.output and r.value is not None:
-            counts[r.value] = counts.get(r.value, 0) + 1
-    facts["extra_records"] = sum(n - 1 for n in counts.values() if n > 1)
-    facts["output_records"] = sum(counts.values())
+    output = [r.value for r in reads if r.topic == pipe.output and r.value is not None]
+    facts["extra_records"] = C.extra_copies(output)
+    facts["output_records"] = len(output)
     facts["input_records"] = sum(1 for r in reads if r.topic == source and r.value)
     facts["input_offsets"] = sum(b.size for b in pipe.batches())
     return SceneResult(sink, crash, pipe.report.predicted, result, pipe.batches(), pipe,
