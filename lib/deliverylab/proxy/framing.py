@@ -4,7 +4,7 @@ Kafka's framing is simple: a 4-byte big-endian size, then a header whose first f
 are the api key, api version and correlation id; a response starts with the correlation
 id. A broker answers the requests of one connection in order, so the proxy can tell
 which response answers which request without decoding anything else. Pure functions of
-bytes, unit-tested on captured frames (``tests/unit/test_framing.py``).
+bytes, unit-tested on captured frames (``tests/unit/proxy/test_framing.py``).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from deliverylab.runtime import classpaths
 # A fresh machine installs the engine and debootstraps the image inside the first test's
 # set-up (minutes, once); the suite's 600 s per test is too short for that.
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.timeout(1800)]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 READY = 240.0  # generous: CI shares two cores with whatever else runs
 DOCKER_DIR = ROOT / "docker"
 

@@ -1,6 +1,6 @@
 """The local backend's storage cache, without a JVM: Kafka's storage tool is replaced by
 a stand-in that writes what the tool writes (``meta.properties``, ``bootstrap.checkpoint``)
-and counts its runs. The real tool runs in tests/integration/test_cluster.py."""
+and counts its runs. The real tool runs in tests/integration/cluster/test_cluster.py."""
 
 from __future__ import annotations
 

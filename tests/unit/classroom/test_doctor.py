@@ -17,7 +17,7 @@ from deliverylab.cluster.properties import ClusterSpec, NodePorts, server_proper
 from deliverylab.errors import JavaNotFound
 from deliverylab.runtime import jars
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from deliverylab.classroom import course
 from deliverylab.errors import BadValue
 from deliverylab.notebook import params
 
-LABS = Path(__file__).resolve().parents[2] / "labs"
-README = Path(__file__).resolve().parents[2] / "README.md"
+LABS = Path(__file__).resolve().parents[3] / "labs"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 defaults = course.defaults  # the chapter's parameters cell, executed

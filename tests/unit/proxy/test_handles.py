@@ -1,6 +1,6 @@
 """The hold fault's handle without a proxy process: what ``release`` and ``inject``
 return, and that a missing broker answer is an error, never a gap in the evidence.
-The holding itself runs through a real proxy in tests/unit/test_framing.py."""
+The holding itself runs through a real proxy in tests/unit/proxy/test_framing.py."""
 
 from __future__ import annotations
 

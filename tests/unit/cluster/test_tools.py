@@ -10,7 +10,7 @@ import pytest
 from deliverylab.cluster import tools
 from deliverylab.errors import BadValue
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_bootstrap_is_filled_only_where_the_tool_takes_one():

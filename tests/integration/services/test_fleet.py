@@ -17,7 +17,7 @@ from deliverylab.cluster import Cluster
 from deliverylab.nemesis import Nemesis
 from deliverylab.services.fleet import SideEffects
 
-LIB = str(Path(__file__).resolve().parents[2] / "lib")
+LIB = str(Path(__file__).resolve().parents[3] / "lib")
 
 
 def _gone(pid: int) -> bool:

@@ -23,7 +23,7 @@ from deliverylab.errors import LabError
 from deliverylab.runtime import classpaths, jars
 
 pytestmark = [pytest.mark.cluster]
-LIB = str(Path(__file__).resolve().parents[2] / "lib")
+LIB = str(Path(__file__).resolve().parents[3] / "lib")
 
 
 @pytest.fixture(scope="module")

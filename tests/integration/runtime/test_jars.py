@@ -20,7 +20,7 @@ import pytest
 
 from deliverylab.runtime import classpaths, jars
 
-LIB = str(Path(__file__).resolve().parents[2] / "lib")
+LIB = str(Path(__file__).resolve().parents[3] / "lib")
 
 SCENARIO = """
 import json

@@ -1,7 +1,8 @@
 """The published-bug reproductions without a cluster: their registry, arguments, verdicts.
 
-The reproductions themselves run on a real broker (tests/integration/test_bugs.py); here
-the Checker's judgement of their evidence is checked on hand-written histories.
+The reproductions themselves run on a real broker
+(tests/integration/chapters/test_kafka_bugs.py); here the Checker's judgement of their
+evidence is checked on hand-written histories.
 """
 
 from __future__ import annotations

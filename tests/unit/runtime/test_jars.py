@@ -1,7 +1,7 @@
 """The committed pins: complete-looking, consistent with the code, and refused when wrong.
 
 Whether the pins are *really* complete (every class a broker loads) is proven by
-``tests/integration/test_jars.py``, which starts a broker from a cache filled only
+``tests/integration/runtime/test_jars.py``, which starts a broker from a cache filled only
 from them.
 """
 

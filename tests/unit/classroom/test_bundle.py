@@ -16,7 +16,7 @@ from deliverylab.classroom import bundle
 from deliverylab.errors import JarsUnavailable
 from deliverylab.runtime import jars
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FILES = {"org/x/a/1/a-1.jar": b"A" * 5000, "org/x/b/2/b-2.jar": b"B" * 70}
 
 

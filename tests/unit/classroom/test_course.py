@@ -9,7 +9,7 @@ import pytest
 from deliverylab.classroom import course
 from deliverylab.errors import BadValue
 
-LABS = Path(__file__).resolve().parents[2] / "labs"
+LABS = Path(__file__).resolve().parents[3] / "labs"
 
 # --- the course runner -------------------------------------------------------------------------
 

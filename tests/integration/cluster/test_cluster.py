@@ -22,7 +22,7 @@ from deliverylab.cluster.quorum import with_quorum
 from deliverylab.errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning
 
 pytestmark = pytest.mark.cluster
-LIB = str(Path(__file__).resolve().parents[2] / "lib")
+LIB = str(Path(__file__).resolve().parents[3] / "lib")
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], **settings) -> int:

@@ -24,7 +24,7 @@ from deliverylab.errors import LabError
 from deliverylab.proxy.proxy import AckLoss, Proxy
 
 END_TXN = 26
-LIB = str(Path(__file__).resolve().parents[2] / "lib")
+LIB = str(Path(__file__).resolve().parents[3] / "lib")
 
 
 def request(cid: int, key: int = END_TXN, client: str = "c1", payload: bytes = b"") -> bytes:
