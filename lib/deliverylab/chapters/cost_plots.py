@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..notebook.plots import COLORS, LabFigure, _finish
+from ..notebook.plots import COLORS, LabFigure, finish
 from .cost_statistics import BASELINE
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def plot(costs: Costs, size: int | None = None, save: str | None = None) -> Any:
         ax3.set_title("transactions: latency follows the commit interval")
         ax3.legend(fontsize=8)
     fig.tight_layout()
-    return _finish(fig, save)
+    return finish(fig, save)
 
 
 def plot_ctp(costs: Costs, save: str | None = None) -> Any:
@@ -79,4 +79,4 @@ def plot_ctp(costs: Costs, save: str | None = None) -> Any:
     ax.set_title("consume-transform-produce (the lab's Python pipeline)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return _finish(fig, save)
+    return finish(fig, save)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from ..cluster import Cluster
     from ..nemesis import Nemesis
-    from .exactly_once_sources import RunResult
+    from .exactly_once_sources import SourceRun
 
 #: The chapter's registry buttons, in panel order.
 WORKER_FAULTS = ("kill_worker", "stop_worker", "pause_worker", "resume_worker",
@@ -84,7 +84,7 @@ class ConnectPanel(FaultPanel):
         return self.status_text
 
 
-def plot_copies(results: dict[str, RunResult], save: str | None = None) -> Figure:
+def plot_copies(results: dict[str, SourceRun], save: str | None = None) -> Figure:
     """Bars per run: records read under each isolation level beside the lines written,
     so duplicates (a bar above the line count) and aborted copies (read_uncommitted
     above read_committed) show at a glance."""

@@ -115,8 +115,9 @@ def missing(reads: Iterable[Read], written: Iterable[str]) -> list[str]:
 
 
 @dataclass
-class RunResult:
-    """What one run saw; ``observed`` holds the counts a chapter asserts."""
+class SourceRun:
+    """What one run of a Connect source saw; ``observed`` holds the counts chapter 07
+    asserts. (A :class:`~deliverylab.scenario.RunResult` is a Scenario's run.)"""
 
     name: str
     connector: str
@@ -173,7 +174,7 @@ class Runs:
                                     self.count(topic, isolation)), timeout, interval=0.5)
 
     def _finish(self, connect: Connect, name: str, topic: str, source: SourceFile,
-                result: RunResult, settle: float = 2.0) -> RunResult:
+                result: SourceRun, settle: float = 2.0) -> SourceRun:
         """Stop the connector gracefully (it commits), check it committed the whole file,
         then read the topic back at both isolation levels."""
         time.sleep(settle)
@@ -197,7 +198,7 @@ class Runs:
         return result
 
     # --------------------------------------------------------------------- runs
-    def crash(self, connect: Connect, how: str = "kill") -> RunResult:
+    def crash(self, connect: Connect, how: str = "kill") -> SourceRun:
         """Append the lines, wait until they are in Kafka, then kill (``"kill"``:
         SIGKILL) or stop (``"term"``: SIGTERM) the worker running the task; the other
         worker takes the task over and reads from the last committed position.
@@ -208,7 +209,7 @@ class Runs:
             raise bad_value("how", how, "'kill' (SIGKILL) or 'term' (SIGTERM)")
         label = f"{'eos' if connect.exactly_once else 'plain'}-{how}"
         name, topic, source = self._begin(connect, label)
-        result = RunResult(label, name, topic)
+        result = SourceRun(label, name, topic)
         source.append(self.lines)
         isolation = "read_committed" if connect.exactly_once else "read_uncommitted"
         self.wait_count(topic, isolation, self.lines, 60)
@@ -229,7 +230,7 @@ class Runs:
             result.notes.append(str(exc))
         return self._finish(connect, name, topic, source, result)
 
-    def open_transaction(self, connect: Connect, interval_ms: int = 15_000) -> RunResult:
+    def open_transaction(self, connect: Connect, interval_ms: int = 15_000) -> SourceRun:
         """Exactly-once with ``transaction.boundary=interval``: the lines wait in an open
         transaction; the worker is killed inside it. The new task aborts it (its
         ``initTransactions`` fences the dead one), reads the lines again and commits
@@ -239,7 +240,7 @@ class Runs:
             raise bad_value("connect", connect, "a Connect cluster with exactly_once=True")
         name, topic, source = self._begin(connect, "eos-open", exactly_once="required",
                                           boundary="interval", interval_ms=interval_ms)
-        result = RunResult("eos-open-txn", name, topic)
+        result = SourceRun("eos-open-txn", name, topic)
         source.append(self.lines)
         self.wait_count(topic, "read_uncommitted", self.lines, 30)
         result.observed.update(committed_before_kill=self.count(topic, "read_committed"),
@@ -269,7 +270,7 @@ class Runs:
         return out
 
     def zombie(self, connect: Connect, rate: float = 20.0, after_resume: float = 6.0
-               ) -> RunResult:
+               ) -> SourceRun:
         """Freeze the worker that runs the task (SIGSTOP); once the other worker runs
         it, unfreeze the first (SIGCONT): for a moment two tasks read the same file.
 
@@ -280,7 +281,7 @@ class Runs:
         label = f"{'eos' if connect.exactly_once else 'plain'}-zombie"
         conf = {"exactly_once": "required"} if connect.exactly_once else {}
         name, topic, source = self._begin(connect, label, **conf)
-        result = RunResult(label, name, topic)
+        result = SourceRun(label, name, topic)
         stop = threading.Event()
         resumed_at: list[int] = []
 
@@ -316,7 +317,7 @@ class Runs:
         return result
 
     def zombies(self, *connects: Connect, rate: float = 20.0, after_resume: float = 6.0
-                ) -> list[RunResult]:
+                ) -> list[SourceRun]:
         """:meth:`zombie` on each Connect cluster at the same time, results in order.
 
         Why at once: a zombie run is ~20 s of waiting (for the group to notice the frozen
@@ -335,7 +336,7 @@ class Runs:
             return [run.result() for run in runs]
 
 
-def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
+def fence_from_python(runs: Runs, connect: Connect) -> SourceRun:
     """Fencing by ``transactional.id``, from Python (exactly-once on).
 
     1. A producer takes the live task's id (``<group>-<connector>-0``): its
@@ -352,7 +353,7 @@ def fence_from_python(runs: Runs, connect: Connect) -> RunResult:
     if not connect.exactly_once:
         raise bad_value("connect", connect, "a Connect cluster with exactly_once=True")
     name, topic, source = runs._begin(connect, "eos-fence", exactly_once="required")
-    result = RunResult("eos-python-fence", name, topic)
+    result = SourceRun("eos-python-fence", name, topic)
     source.append(runs.lines)
     runs.wait_count(topic, "read_committed", runs.lines, 60)
     history = runs.nemesis.history
@@ -395,5 +396,5 @@ def zombie_id(connect: Connect, connector: str, task: int = 0) -> str:
     return f"{connect.group}-{connector}-{task}"
 
 
-__all__ = ["ConnectError", "RunResult", "Runs", "SourceFile", "copies",
+__all__ = ["ConnectError", "SourceRun", "Runs", "SourceFile", "copies",
            "fence_from_python", "missing", "zombie_id"]

@@ -21,6 +21,7 @@ from ..faults import FAULTS
 from ..faults import fault as registry_fault
 from ..history import History
 from ..modes import AT_LEAST_ONCE
+from ..notebook.plots import COLORS, LabFigure, finish
 from ..notebook.widgets import FaultSpec
 from ..services.check import Effects
 from ..services.db import TABLES, Database
@@ -109,8 +110,6 @@ def calls_plot(frames: dict[str, Any], title: str = "HTTP calls and effects per 
     ``frames``: pattern -> a pandas frame of :func:`per_message` (``.toPandas()``). A bar
     above 1 is a duplicate call; a dot above 1 a duplicate payment.
     """
-    from ..notebook.plots import COLORS, LabFigure, _finish
-
     if not frames:
         raise bad_value("frames", frames, "at least one pattern's per-message frame")
     fig = LabFigure(figsize=(10, 1.8 * len(frames) + 0.6))
@@ -126,7 +125,7 @@ def calls_plot(frames: dict[str, Any], title: str = "HTTP calls and effects per 
     axes[0].legend(loc="upper right", fontsize=8)
     axes[-1].set_xlabel("order (message id sequence number)")
     fig.suptitle(title)
-    return _finish(fig, save)
+    return finish(fig, save)
 
 
 # --- one fault, every pattern ------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import bad_value
 from ..faults import FAULTS
 from ..history import History
-from ..notebook.plots import COLORS, LabFigure, _finish
+from ..notebook.plots import COLORS, LabFigure, finish
 from ..notebook.widgets import FaultSpec
 from ..spark.query import CRASHES
 from ..spark.scene import SceneResult, crash_scene, dedup_scene, status
@@ -96,7 +96,7 @@ def batch_timeline(scene: SceneResult, title: str | None = None, save: Any = Non
     ax.invert_yaxis()
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     ax.set_title(title or f"{scene.sink} sink: offsets, writes, commits and the crash")
-    return _finish(fig, save)
+    return finish(fig, save)
 
 
 def observations(plain: SceneResult, txn_input: SceneResult,

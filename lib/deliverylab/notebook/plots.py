@@ -49,7 +49,9 @@ class LabFigure(Figure):
         return buf.getvalue()
 
 
-def _finish(fig: Figure, save: str | Path | None) -> Figure:
+def finish(fig: Figure, save: str | Path | None) -> Figure:
+    """Save ``fig`` to ``save`` (its folder made) when given, and hand it back: the last
+    line of every lab figure, the chapters' kits included."""
     if save is not None:
         path = Path(save)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +184,7 @@ def timeline(
                   frameon=False)
     if not ops:
         ax.text(0.5, 0.5, "empty History", transform=ax.transAxes, ha="center")
-    return _finish(fig, save)
+    return finish(fig, save)
 
 
 # --- offset strips ---------------------------------------------------------------------
@@ -298,7 +300,7 @@ def offset_strips(
     ax.set_title(title or "Offsets per partition: records, markers, aborted records")
     if not partitions:
         ax.text(0.5, 0.5, "no offsets", transform=ax.transAxes, ha="center")
-    return _finish(fig, save)
+    return finish(fig, save)
 
 
 def heatmap(runs: Iterable[M.RunResult], title: str | None = None, save: Any = None):
@@ -347,7 +349,7 @@ def heatmap(runs: Iterable[M.RunResult], title: str | None = None, save: Any = N
         side.set_visible(False)
     ax.set_title(title or "The anomaly matrix: in k of n runs each anomaly appeared; "
                  "framed = not allowed by the row's promise", fontsize=9)
-    return _finish(fig, save)
+    return finish(fig, save)
 
 
 def _rect(x: int, y: int, face: Any, edge: str, width: float):

@@ -64,3 +64,21 @@ def test_the_isr_wait_names_a_partition_that_does_not_exist() -> None:
 def test_wait_whole_raises_naming_what_it_waited_for_never_returns_early() -> None:
     with pytest.raises(ClusterNotReady, match="every replica of t in sync"):
         wait_whole(Brokers({"t": SHRUNK}), ["t"], timeout=1, steady=0.0)
+
+
+def test_wait_until_returns_the_probe_s_answer_or_raises_naming_what_it_waited_for():
+    from deliverylab.cluster.ready import wait_until
+
+    answers = iter([None, 0, {"leader": 2}])
+    assert wait_until("a leader", lambda: next(answers), 5, interval=0.01) == {"leader": 2}
+    with pytest.raises(ClusterNotReady, match=r"waiting for the moon; the sky is cloudy"):
+        wait_until("the moon", lambda: None, 0.05, interval=0.01,
+                   explain=lambda: "; the sky is cloudy")
+    with pytest.raises(RuntimeError, match="node 3 died"):
+        wait_until("anything", lambda: None, 5, check=_raise("node 3 died"))
+
+
+def _raise(message: str):
+    def check() -> None:
+        raise RuntimeError(message)
+    return check
