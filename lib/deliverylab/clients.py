@@ -193,11 +193,14 @@ class TxnProducer:
     def __init__(self, target: Any, topic: str, history: History,
                  transactional_id: str | None = None, process: str = "txn-producer",
                  mode: DeliveryMode = TRANSACTIONAL, timeout: float = 30.0,
-                 transaction_timeout_ms: int = 120_000) -> None:
+                 transaction_timeout_ms: int = 120_000, writer: str | None = None) -> None:
         self.bootstrap = bootstrap_of(target)
         self.topic = topic
         self.history = history
         self.process = process
+        #: The producer named in the values (``writer:seq``): ``process`` unless this is
+        #: a second instance of one logical producer (a zombie writes its values).
+        self.writer = writer or process
         self.transactional_id = transactional_id or f"{process}-{uuid.uuid4().hex[:6]}"
         self.timeout = timeout
         self.producer = Producer(config(self.bootstrap, **{
@@ -253,7 +256,7 @@ class TxnProducer:
         txn = self.txn
         results: list[tuple[Any, Any]] = []
         for _ in range(n):
-            vid = ValueId(self.process, self.seq)
+            vid = ValueId(self.writer, self.seq)
             partition = self.seq % self.partitions
             self.seq += 1
             try:

@@ -37,7 +37,7 @@ from confluent_kafka import KafkaException, Producer
 
 from . import checker as C
 from . import values as V
-from .clients import Recorder, config, is_fencing
+from .clients import Fenced, Recorder, TxnProducer, config
 from .cluster import Cluster
 from .errors import LabError, bad_value
 from .faults import SCENARIO_FAULTS
@@ -394,35 +394,39 @@ class _Run:
         Transactional: the successor's init fences the zombie, whose next commit fails
         with a fatal fenced error, so its values are aborted. Without a transactional.id
         nothing tells the zombie it has been replaced, and both instances' writes stay.
+        The transactional zombie is a :class:`~deliverylab.clients.TxnProducer` (the
+        one hand-driven transactional producer); both write producer-0's values.
         """
         mode = self.s.mode
-        conf = dict(mode.producer)
+        zombie: TxnProducer | None = None
         if mode.transactional:
-            conf["transactional.id"] = f"{self.tag}-producer"
-        zombie = Producer(config(self.cluster.bootstrap_servers, **conf))
-        # The zombie writes the same values as producer-0 (the same logical producer).
-        recorder = Recorder(self.history, "zombie", self.source)
-        txn = "zombie/txn-1" if mode.transactional else None
-        if mode.transactional:
-            zombie.init_transactions(30)
-            zombie.begin_transaction()
-            self.history.record("zombie", "begin_txn", "ok", txn=txn)
-        for seq in range(self.trigger):
-            recorder.send(zombie, V.ValueId("producer-0", seq), seq % self.s.partitions, txn)
-        zombie.flush(30)
-        recorder.settle("no delivery report after 30 s")
+            zombie = TxnProducer(self.cluster, self.source, self.history,
+                                 transactional_id=f"{self.tag}-producer", process="zombie",
+                                 mode=mode, writer="producer-0",
+                                 transaction_timeout_ms=mode.producer["transaction.timeout.ms"])
+            zombie.write(self.trigger)  # begins zombie/txn-1, left open: the stall
+        else:
+            plain = Producer(config(self.cluster.bootstrap_servers, **mode.producer))
+            recorder = Recorder(self.history, "zombie", self.source)
+            for seq in range(self.trigger):
+                recorder.send(plain, V.ValueId("producer-0", seq), seq % self.s.partitions)
+            plain.flush(30)
+            recorder.settle("no delivery report after 30 s")
         # The successor: the same logical producer, restarted, writes everything again.
         self.producer().run(self.s.values)
-        self.history.record("zombie", "fault", "info", fault="zombie_producer", txn=txn,
+        self.history.record("zombie", "fault", "info", fault="zombie_producer",
+                            txn=zombie.txn if zombie else None,
                             detail="the stalled first instance comes back")
         fenced = False
-        if mode.transactional:
+        if zombie is not None:
             try:
-                zombie.commit_transaction(30)
-                self.history.record("zombie", "commit_txn", "ok", txn=txn)
-            except KafkaException as exc:
-                fenced = is_fencing(exc)
-                self.history.record("zombie", "commit_txn", "fail", txn=txn, error=exc)
+                zombie.commit()
+            except Fenced:
+                fenced = True
+            except KafkaException:  # recorded by commit(); not a fence: not a fenced zombie
+                pass
+            finally:
+                zombie.close()
         self.facts["zombie_fenced"] = fenced
 
     # ----------------------------------------------------------------- process
