@@ -38,7 +38,7 @@ from ..clients import bootstrap_of
 from ..errors import LabError, bad_value
 from ..history import History, Op
 from ..process.children import Children, child_env, python_module, tail
-from . import sinks as S
+from . import sinks
 from .query import (
     MAX_OFFSETS,
     SINKS,
@@ -89,7 +89,7 @@ def run_query(spark: SparkSession, spec: QuerySpec, timeout: float = 600.0) -> N
     Path(spec.state).mkdir(parents=True, exist_ok=True)
     log = OpLog(spec.ops_path, spec.t0_epoch)
     frame = source_frame(spark, spec)
-    writer = S.writer(spec, frame, log, _crash_hook(spec, log))
+    writer = sinks.writer(spec, frame, log, _crash_hook(spec, log))
     query = (writer.option("checkpointLocation", spec.checkpoint)
              .queryName(f"deliverylab-{spec.process}")
              .trigger(availableNow=True).start())

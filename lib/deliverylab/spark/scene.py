@@ -22,8 +22,10 @@ from ..history import History, Read
 from ..modes import AT_LEAST_ONCE
 from ..readers import read_back
 from ..workload import ProducerWorkload
+from . import sinks
 from .pipeline import SparkPipeline
 from .query import CRASHES, SINKS, BatchLog, batches
+from .session import session
 
 
 @dataclass
@@ -83,9 +85,7 @@ def crash_scene(cluster: Any, sink: str = "kafka", crash: str | None = "crash_qu
     if sink in ("kafka", "kafka_txn"):
         cluster.create_topic(out, partitions=partitions)
     if sink == "kafka_txn":
-        from .sinks import control_topic
-
-        cluster.create_topic(control_topic(out), partitions=1)
+        cluster.create_topic(sinks.control_topic(out), partitions=1)
     history = history if history is not None else History()
     ProducerWorkload(cluster, source, input_mode, history).run(values)
     pipe = SparkPipeline(cluster, source, sink,
@@ -110,7 +110,6 @@ def crash_scene(cluster: Any, sink: str = "kafka", crash: str | None = "crash_qu
 
 def _read(cluster: Any, pipe: SparkPipeline, source: str) -> tuple[list[Read], dict[str, int]]:
     """The output as its readers see it, plus the other readers' view as facts."""
-    from . import sinks as K
 
     facts: dict[str, int] = {}
     reads = read_back(cluster, [source], "read_committed")
@@ -124,12 +123,10 @@ def _read(cluster: Any, pipe: SparkPipeline, source: str) -> tuple[list[Read], d
         facts["aborted_visible_uncommitted"] = facts["read_uncommitted_records"] - sum(
             1 for r in committed if r.value)
     elif pipe.sink == "database":
-        reads += K.read_database(pipe.output)
+        reads += sinks.read_database(pipe.output)
     else:
-        from .session import session
-
-        reads += K.read_files(session(pipe.master), pipe.output)
-        plain = K.read_folder_plainly(pipe.output)
+        reads += sinks.read_files(session(pipe.master), pipe.output)
+        plain = sinks.read_folder_plainly(pipe.output)
         facts["plain_reader_records"] = sum(1 for r in plain if r.value)
         facts["plain_reader_duplicates"] = len(C.duplicates(plain))
     return reads, facts
@@ -137,15 +134,12 @@ def _read(cluster: Any, pipe: SparkPipeline, source: str) -> tuple[list[Read], d
 
 def dedup_scene(cluster: Any, scene: SceneResult, master: str | None = None) -> dict[str, int]:
     """Deduplicate a Kafka scene's output downstream; count what comes out."""
-    from . import sinks as K
-    from .session import session
-
     if scene.sink != "kafka":
         raise bad_value("scene", scene.sink, "a scene of the kafka sink")
     target = f"{scene.topics[1]}-dedup"
     cluster.create_topic(target, partitions=len(scene.pipeline.batches()[0].end))
     ckpt = str(scene.pipeline.workdir / "dedup-checkpoint")
-    K.deduplicate(session(master), scene.pipeline.bootstrap, scene.topics[1], target, ckpt)
+    sinks.deduplicate(session(master), scene.pipeline.bootstrap, scene.topics[1], target, ckpt)
     before = read_back(cluster, [scene.topics[1]], "read_committed")
     after = read_back(cluster, [target], "read_committed")
     return {"records_in": sum(1 for r in before if r.value),
@@ -153,7 +147,7 @@ def dedup_scene(cluster: Any, scene: SceneResult, master: str | None = None) -> 
             "duplicates_in": len(C.duplicates(before)),
             "duplicates_out": len(C.duplicates(after)),
             "values_out": len({r.value for r in after if r.value}),
-            "state_keys": K.state_rows(session(master), ckpt)}
+            "state_keys": sinks.state_rows(session(master), ckpt)}
 
 
 def status(checkpoint: Any) -> str:
