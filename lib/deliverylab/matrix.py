@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from . import checker as C
+from .cluster import Cluster
 from .errors import BadValue, bad_value
 from .faults import check_names
 from .modes import MODES
 from .modes import mode as get_mode
 from .scenario import FAULTS, SPARK_FAULTS, STAGES, RunResult, Scenario, spark_row
 from .spark.query import MAX_OFFSETS, SINKS
+from .spark.session import stop as stop_spark
 
 #: Matrix columns: short heading -> observed count name.
 COLUMNS = {
@@ -359,7 +361,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i}/{total}] {run.mode} {run.fault} seed={run.seed} "
               f"{run.seconds:.1f}s {mark}", file=sys.stderr, flush=True)
 
-    from .cluster import Cluster
 
     try:
         with Cluster.start(brokers=args.brokers, proxy=True) as cluster:
@@ -371,9 +372,7 @@ def main(argv: list[str] | None = None) -> int:
                               spark_values=args.spark_values, max_offsets=args.max_offsets)
     finally:
         if "spark" in chosen.stages:
-            from .spark.session import stop
-
-            stop()
+            stop_spark()
     print(table(runs))
     failures = [msg for r in runs for msg in r.failures()]
     for msg in failures:

@@ -47,6 +47,7 @@ from .modes import mode as get_mode
 from .nemesis import Nemesis
 from .readers import pending_count, read_back
 from .spark.query import CRASHES, MAX_OFFSETS, SINKS
+from .spark.scene import crash_scene
 from .workload import Pipeline, PipelineReport, ProducerWorkload
 
 #: The faults a Scenario runs: "none", then the registry's scenario faults.
@@ -242,7 +243,6 @@ class Scenario:
 
     def _run_spark(self, seed: int, cluster: Cluster) -> RunResult:
         """One :func:`~deliverylab.spark.scene.crash_scene`, as a matrix run."""
-        from .spark.scene import crash_scene
 
         t0 = time.monotonic()
         crash_at = self.crash_batch(seed)

@@ -39,7 +39,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from ..clients import bootstrap_of, config
 from ..errors import LabError, bad_value
+from ..history import History
 from ..modes import AT_LEAST_ONCE, AT_MOST_ONCE, IDEMPOTENT, TRANSACTIONAL, DeliveryMode
+from ..notebook.progress import progress
+from ..workload import Pipeline, ProducerWorkload
 from .cost_plots import plot, plot_ctp
 from .cost_statistics import (
     ACKS0_NOISE,
@@ -280,8 +283,6 @@ def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 5
     The clock starts at the first value polled (joining the group, a second or so, is
     not the mode's cost) and stops at its last recorded op: the last commit (the last
     send, for at-most-once, which commits before it processes)."""
-    from ..history import History
-    from ..workload import Pipeline
 
     sink = cluster.create_topic(f"cost-out-{uuid.uuid4().hex[:8]}", partitions=3,
                                 config={"min.insync.replicas": min(2, cluster.size)})
@@ -386,8 +387,6 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
               for v in chosen for s in sizes}
     sources = {}
     if ctp_values:
-        from ..workload import ProducerWorkload
-
         for s in sizes:
             sources[s] = cluster.create_topic(f"cost-in-{uuid.uuid4().hex[:8]}",
                                               partitions=partitions, config=topic_config)
@@ -399,7 +398,6 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
               "seconds": seconds, "latency_seconds": latency_seconds, "rate": rate,
               "linger_ms": linger_ms, "batch_size": batch_size, "ctp_values": ctp_values,
               "brokers": cluster.size, "variants": [v.name for v in chosen]}
-    from ..notebook.progress import progress
 
     bar = progress(steps, "measuring (round-robin)", widget=None if show_progress else False)
     trials: list[Trial] = []

@@ -36,12 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import values as V
 from ..checker import extra_copies
+from ..clients import Fenced, TxnProducer
 from ..cluster import ready
 from ..connect.connect import FENCED_TEXTS, Connect, ConnectError, file_source
 from ..errors import bad_value
 from ..history import Read
 from ..nemesis import Nemesis
 from ..readers import read_back, wait_stable
+from ..segments import log_batches
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -256,7 +258,6 @@ class Runs:
     def markers(self, topic: str) -> list[dict[str, Any]]:
         """The transaction markers of ``topic``/0 as the broker stored them (offset and
         COMMIT/ABORT), and how many data records precede each."""
-        from ..segments import log_batches
 
         batches = log_batches(self.cluster, topic, 0)
         out = []
@@ -348,7 +349,6 @@ def fence_from_python(runs: Runs, connect: Connect) -> SourceRun:
     4. the producer's late commit is refused (fenced); its value is in the log, aborted:
        read_uncommitted shows it, read_committed does not. Each line is there once.
     """
-    from ..clients import Fenced, TxnProducer
 
     if not connect.exactly_once:
         raise bad_value("connect", connect, "a Connect cluster with exactly_once=True")

@@ -56,6 +56,7 @@ from ..cluster import tools
 from ..errors import LabError, bad_value
 from ..history import History
 from ..nemesis import Nemesis
+from ..notebook.widgets import FaultSpec
 from ..runtime import classpaths
 from ..runtime.java import find_java
 from ..values import ValueId
@@ -579,7 +580,6 @@ def buttons(cluster: Any, expiration_ms: int = 1500, fixed_expiration_ms: int = 
     """Buttons for a :class:`~deliverylab.notebook.widgets.FaultPanel`: each runs one reproduction
     (or its fix) once, on a fresh topic, and returns its one-line verdict. Every run is
     appended to ``runs`` (when given), so a chapter can look at what was pressed."""
-    from ..notebook.widgets import FaultSpec
 
     kept = runs if runs is not None else []
     hold_s = (expiration_ms + 2 * CHECK_INTERVAL_MS + 1000) / 1000

@@ -31,6 +31,7 @@ from ..errors import LabError, bad_value
 from ..faults import fault as registry_fault
 from ..history import History
 from ..process.children import Children, child_env, python_module
+from ..readers import bounds, committed_offsets, read_back
 from .check import Effects, count_effects
 from .db import Database, PostgresServer
 from .http import HttpService
@@ -267,7 +268,6 @@ class ServiceFleet:
     def caught_up(self) -> bool:
         """Every record of the input committed by the group (and, for the outbox, every
         outbox record published and committed by the next fleet)."""
-        from ..readers import bounds, committed_offsets
 
         ends = {b["partition"]: b["high_watermark"] for b in bounds(self.lab.cluster,
                                                                     self.topic)}
@@ -325,7 +325,6 @@ class ServiceFleet:
     def effects(self) -> Effects:
         """This fleet's side effects, counted (rows from the database, calls from the
         HTTP service's log, redeliveries from the instances' polls of the input)."""
-        from ..readers import read_back
 
         input_ids = [r.value for r in read_back(self.lab.cluster, [self.topic])
                      if r.value is not None]

@@ -49,6 +49,7 @@ from .query import (
     batches,
     predicted_size,
 )
+from .session import session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -236,8 +237,6 @@ class SparkPipeline:
                 self._run_child(spec, timeout)
                 report.crashed = "kill_driver"
             else:
-                from .session import session
-
                 spark = session(self.master)
                 # The planned exception is the lesson, not an error: Spark's own
                 # stack traces of it would bury the notebook.

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from .. import clients
 from ..errors import JarsUnavailable, JavaNotFound
+from ..process.children import child_env
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java, java_home, record_archive
 
@@ -158,7 +159,6 @@ def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | No
     name and renamed: a half-written archive is never used. None if none was written."""
     import sys
 
-    from ..process.children import child_env
 
     final = final or class_archive()
     code = "import sys; from deliverylab.spark import session; session._record(*sys.argv[1:])"
