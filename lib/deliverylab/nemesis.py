@@ -225,23 +225,24 @@ class Nemesis:
         """SIGKILL the broker leading ``topic``/``partition`` now.
 
         After :meth:`pause_followers`, the leader remembered then: with its followers
-        frozen, asking the cluster "who leads?" may wait on a paused broker.
+        frozen, asking the cluster "who leads?" may wait on a paused broker. That kill
+        is the second step of the isolation, and allowed even where it leaves fewer than
+        a majority of the controller voters running until the followers resume (the
+        leader and a paused follower both voters: on 2 brokers always, on 4-5 when the
+        replicas fall so); any other kill that would is refused as usual.
         """
-        return self._kill_leader(topic, partition)
-
-    def _kill_leader(self, topic: str, partition: int,
-                     allow_quorum_loss: bool | None = None) -> FaultRecord:
         with self._lock:
             t = self.now()
             isolated = self._isolated.pop((topic, partition), None)
+            allow = None
             if isolated is not None and self.cluster.status().get(isolated[0]) == "up":
-                leader = isolated[0]
+                leader, allow = isolated[0], True
                 self.windows.append((isolated[1], t, topic))
             else:
                 leader = self._leader(topic, partition)
-            with warnings.catch_warnings():  # only isolate_leader allows it: it says why
+            with warnings.catch_warnings():  # the isolation's kill: the docstring says why
                 warnings.simplefilter("ignore", QuorumWarning)
-                self.cluster.kill(leader, allow_quorum_loss=allow_quorum_loss)
+                self.cluster.kill(leader, allow_quorum_loss=allow)
             return self._record("kill_leader", {"topic": topic, "partition": partition}, t,
                                 f"killed broker {leader}, leader of {topic}/{partition}",
                                 leader)
@@ -318,10 +319,9 @@ class Nemesis:
         a write to a partition that leader leads was acknowledged after the pause.
 
         The kill may leave fewer than a majority of the controller voters running for
-        the moment until the followers resume (the leader and a paused follower are both
-        voters: on 2 brokers always, on 4-5 when the replicas fall so): allowed here,
-        since the resume follows at once and only the killed leader stays down -- which
-        any cluster of 2 brokers or more survives.
+        the moment until the followers resume (see :meth:`kill_leader`): the resume
+        follows at once, and only the killed leader stays down -- which any cluster of
+        2 brokers or more survives.
         """
         with self._lock:
             # Ask for leaders now: with the followers paused, metadata requests may hang.
@@ -339,7 +339,7 @@ class Nemesis:
                 time.sleep(0.05)
             time.sleep(0.2)
             try:
-                killed = self._kill_leader(topic, partition, allow_quorum_loss=True)
+                killed = self.kill_leader(topic, partition)
             finally:
                 for node in followers:
                     self.cluster.resume(node)

@@ -319,6 +319,8 @@ class AckedThenLostResult:
     records: tuple[tuple[int, str | None], ...] = field(repr=False)
     #: Seconds each step took (e.g. how long the failover left the partition leaderless).
     phases: dict[str, float] = field(default_factory=dict, repr=False)
+    #: The fault ops the Nemesis recorded (pause_followers, kill_leader, resume_broker).
+    history: History = field(default_factory=History, repr=False, compare=False)
 
     @property
     def present(self) -> bool:
@@ -372,7 +374,8 @@ def _acks_setting(acks: int | str) -> str:
 
 
 def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
-                    timeout: float = 60.0) -> AckedThenLostResult:
+                    timeout: float = 60.0, history: History | None = None,
+                    ) -> AckedThenLostResult:
     """Acknowledge a write its followers never copied, kill the leader, look for it.
 
     The sequence, on a partition with three replicas (``min.insync.replicas=2``):
@@ -401,6 +404,10 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
     the ``after`` value: acknowledged, then lost. With ``acks=all`` the client was never
     told anything by the old leader; it retried on the new one after the failover and
     that write is acknowledged and present: nothing acknowledged is lost.
+
+    The pause, the kill and the resumes are the Nemesis' (``pause_followers``,
+    ``kill_leader``, ``resume_broker``), as in ``isolate_leader``, so ``history`` (or
+    the result's own) holds them like any other run's faults.
     """
     acks_text = _acks_setting(acks)
     if cluster.size < 3:
@@ -418,10 +425,10 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
     proxy = cluster.proxies.get(old_leader)
     produce_seen = proxy.requests("Produce") if proxy is not None else 0
     phases = _Phases()
+    nemesis = Nemesis(cluster, history)
     try:
         try:
-            for node in followers:
-                cluster.pause(node, allow_quorum_loss=True)  # the lesson, see above
+            nemesis.pause_followers(topic, 0)  # the lesson, see above
             time.sleep(2 * _fetch_wait_s(cluster))
             phases.mark("followers paused, parked fetches drained")
             victim = _Send(producer, topic, values.encode(producer_id, 1), key)
@@ -436,11 +443,12 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
                 victim.wait(0.3)  # it cannot be acked; give it the chance to prove it
             acked_before_kill = victim.ok
             phases.mark("value produced")
-            cluster.kill(old_leader)
+            nemesis.kill_leader(topic, 0)
             phases.mark("leader killed")
         finally:
             for node in followers:
-                cluster.resume(node)
+                if cluster.status().get(node) == "paused":
+                    nemesis.resume_broker(node)
         new_leader = _leader_beyond(cluster, topic, old_leader, timeout)
         phases.mark("new leader elected")
         victim.wait(timeout)  # acks=all: the retry, answered by the new leader
@@ -468,7 +476,8 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
         copies=len(offsets), offsets=offsets, old_leader=old_leader, new_leader=new_leader,
         paused_followers=followers, error=victim.error_name,
         before=str(values.ValueId(producer_id, 0)),
-        after=str(values.ValueId(producer_id, 2)), records=labels, phases=phases.done())
+        after=str(values.ValueId(producer_id, 2)), records=labels, phases=phases.done(),
+        history=nemesis.history)
 
 
 __all__ = [
@@ -509,6 +518,8 @@ class PartitionedLeaderResult:
     new_leader: int
     errors: tuple[str, ...]
     phases: dict[str, float] = field(default_factory=dict, repr=False)
+    #: The fault ops the Nemesis recorded (partition_leader, heal).
+    history: History = field(default_factory=History, repr=False, compare=False)
 
     def __str__(self) -> str:
         return (f"acks={self.acks}: {len(self.sent)} value(s) sent to broker "
@@ -538,7 +549,8 @@ def _leader_beyond(cluster: Cluster, topic: str, cut: int, timeout: float) -> in
 
 
 def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count: int = 5,
-                       timeout: float = 90.0) -> PartitionedLeaderResult:
+                       timeout: float = 90.0, history: History | None = None,
+                       ) -> PartitionedLeaderResult:
     """Cut a partition's leader off from the other brokers, write to it, heal, look.
 
     Only containers can do this (:meth:`~deliverylab.cluster.Cluster.partition`: the
@@ -557,6 +569,9 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
        follower -- whose log ends at ``before``.
     5. The partition heals, the old leader learns the new epoch and truncates its log
        to the new leader's: what it alone acknowledged is gone.
+
+    The cut and the heal are the Nemesis' (``partition_leader``, ``heal``), so
+    ``history`` (or the result's own) holds them.
     """
     acks_text = _acks_setting(acks)
     if cluster.size < 3:
@@ -574,8 +589,9 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
                                                 retry_backoff_ms=200)
 
     phases = _Phases()
+    nemesis = Nemesis(cluster, history)
     try:
-        cluster.partition(old_leader)
+        nemesis.partition_leader(topic, 0)
         phases.mark("leader cut off")
         sends = [_Send(producer, topic, values.encode(producer_id, i), key)
                  for i in range(1, count + 1)]
@@ -590,7 +606,7 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
         phases.mark("new leader elected")
         acked_while_cut = sum(send.ok for send in sends)
     finally:
-        cluster.heal_partition(old_leader)  # whatever happened: leave a whole cluster
+        nemesis.heal()  # whatever happened: leave a whole cluster
     # acks=all: the retries land now, at the latest -- the healed broker answers "not
     # the leader" and the producer's next metadata names the new one.
     for send in sends:
@@ -608,4 +624,5 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
         topic=topic, acks=acks_text, sent=sent, acked_while_cut=acked_while_cut, acked=acked,
         lost=tuple(name for name in acked if copies[name] == 0), copies=copies,
         old_leader=old_leader, new_leader=new_leader,
-        errors=tuple(s.error_name for s in sends if s.error_name), phases=phases.done())
+        errors=tuple(s.error_name for s in sends if s.error_name), phases=phases.done(),
+        history=nemesis.history)

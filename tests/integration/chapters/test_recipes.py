@@ -57,6 +57,8 @@ def test_acks1_acknowledged_write_is_lost_every_time(cluster: Cluster):
         assert dict(result.records)[result.acked_offset] == result.after
         assert result.new_leader != result.old_leader
         assert cluster.status() == {1: "up", 2: "up", 3: "up"}
+        assert [op.fault for op in result.history.faults()] == [
+            "pause_followers", "kill_leader", "resume_broker", "resume_broker"]
 
 
 def test_acks_all_acknowledged_write_survives_every_time(cluster: Cluster):

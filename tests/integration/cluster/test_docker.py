@@ -259,6 +259,7 @@ class TestCluster:
             assert result.acked_while_cut == 4, str(result)  # the cut-off leader, alone
         assert len(result.lost) == lost, str(result)
         assert result.new_leader != result.old_leader and cluster.partitioned == set()
+        assert [op.fault for op in result.history.faults()] == ["partition_leader", "heal"]
 
     def test_the_partition_fault_is_a_history_op_and_heal_rejoins(self, cluster, topic):
         from deliverylab.history import History
