@@ -206,7 +206,7 @@ class Report:
 
     def plot(self, fault: str, prop: str, save: str | Path | None = None) -> Any:
         """The timeline of the first failing run of a cell, its anomalous value ringed."""
-        from ..plots import timeline  # lazy: matplotlib only when a plot is asked for
+        from ..notebook.plots import timeline  # lazy: matplotlib only when a plot is asked for
 
         cell = self.cell(fault, prop)
         if cell.ok:

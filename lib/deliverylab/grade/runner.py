@@ -142,7 +142,7 @@ class Stage:
 
     def __init__(self, exercise: Exercise, solution: Path, cluster: Any, source: str,
                  sink: str, group: str, workdir: Path) -> None:
-        from ..serviceprocs import Children  # lazy: the reaper is not vocabulary
+        from ..process.children import Children  # lazy: the reaper is not vocabulary
 
         self.children = Children()
         self.exercise, self.solution, self.cluster = exercise, solution, cluster
@@ -177,7 +177,7 @@ class Stage:
 
     def run(self, process: str, plan: dict[str, Any]) -> tuple[str, str]:
         """Run one stage process to its end; returns (how it ended, error tail)."""
-        from ..serviceprocs import child_env, python_module
+        from ..process.children import child_env, python_module
 
         spec = self.workdir / f"{process}.json"
         spec.write_text(json.dumps({**self.base, **plan, "process": process}))
@@ -296,7 +296,7 @@ def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],
                   history: History) -> dict[str, list[dict[str, Any]]]:
     """Chapter 06's checker over the handler's rows: duplicate and missing rows (into
     ``counts``); returns examples of each, as the Checker's findings look."""
-    from ..servicecheck import count_effects  # lazy: chapter 06's checker
+    from ..services.check import count_effects  # lazy: chapter 06's checker
 
     polls = [{"kind": "poll", "message_id": v} for op in history
              if op.kind == "poll" for v in op.values]
