@@ -126,8 +126,8 @@ CONSUME_LOOP = Exercise(
                  "A restarted stage resumes after the last committed offset: a committed "
                  "offset is a promise that everything before it is done. Was it?",
                  anomaly="pipeline_missing"),
-        Property("one_batch_redone", "a crash makes the restarted stage redo at most the "
-                 "batch in flight (no fault: nothing twice)",
+        Property("one_batch_redone", "at most one batch is written twice (the batch in "
+                 "flight when a crash or a lost ack hits; no fault: nothing twice)",
                  _one_batch_redone(10),
                  "A restarted stage redoes everything since its last commit: how much work "
                  "does your loop leave uncommitted at any moment?",
