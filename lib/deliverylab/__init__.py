@@ -62,6 +62,8 @@ _SUBMODULES: dict[str, str] = {
     "cost": "chapters.cost_of_guarantees",
     "bugs": "chapters.kafka_bugs",
     "connect": "connect",
+    # a callable module: dl.grade("02") grades, dl.grade.EXERCISES lists the exercises
+    "grade": "grade",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}

@@ -42,7 +42,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                    and o["crash_pipeline_extra"] >= 1
                                    and o["stall_redone"] >= 1
                                    and o["stall_rejected_commits"] >= 1
-                                   and o["lost"] == 0 and o["pipeline_missing"] == 0),
+                                   and o["lost"] == 0 and o["pipeline_missing"] == 0
+                                   and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "03_idempotent_producer": lambda o: (o["plain_copies"] == 2 and o["idempotent_copies"] == 1
                                          and o["acks_lost_by_buttons"] >= 1
                                          and o["stream_duplicates"] == 0
@@ -56,7 +57,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["ctp_pipeline_missing"] == 0
                                   and o["ctp_pipeline_extra"] == 0
                                   and o["ctp_aborted_visible_uncommitted"] >= 1
-                                  and o["zombie_error"] is not None),
+                                  and o["zombie_error"] is not None
+                                  and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "05_spark_pipeline": lambda o: (o["crash_query_extra"] == o["crash_query_predicted"] > 0
                                     and o["kill_driver_extra"] == o["kill_driver_predicted"] > 0
                                     and o["files_extra"] == 0 and o["database_extra"] == 0
@@ -78,7 +80,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["relay_republished"] >= 1
                                   and o["relay_duplicates"] == 0
                                   and o["missing_rows"] == 0
-                                  and o["spark_duplicates"] == o["checker_duplicates"]),
+                                  and o["spark_duplicates"] == o["checker_duplicates"]
+                                  and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "08_cost_of_guarantees": lambda o: (o["txn_1s_over_idempotent"] >= 0.8
                                         and o["acks0_over_acks_all"] >= 0.7
                                         and o["e2e_p95_ms"]["txn 1000ms"]
@@ -144,6 +147,19 @@ def test_every_chapter_has_parameters_and_a_claim(path: Path):
     assert "cluster.stop()" in "".join(code[-1]["source"]), "last cell stops the cluster"
 
 
+#: Chapters with a graded exercise: CI injects the reference solution (``solution``,
+#: outside labs/), one seed per fault, and the chapter asserts that it passes its grade.
+SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
+GRADED: dict[str, dict[str, Any]] = {
+    "02_at_least_once": {"solution": str(SOLUTIONS / "02_consume_loop" / "reference.py"),
+                         "grade_seeds": 1},
+    "04_transactions": {"solution": str(SOLUTIONS / "04_transaction_loop" / "reference.py"),
+                        "grade_seeds": 1},
+    "06_side_effects": {"solution": str(SOLUTIONS / "06_idempotent_handler" / "reference.py"),
+                        "grade_seeds": 1},
+}
+
+
 def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> Observed:
     """Run one chapter headless on ``backend`` (and ``extra`` parameters) and hold it
     to its claim; returns what it observed."""
@@ -151,7 +167,7 @@ def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> O
     out = Path(artifacts) / ("labs" if variant == "local" else f"labs-{variant}")
     os.environ.setdefault("DELIVERYLAB_PROGRESS", "text")
     run = course.run_chapter(chapter, out, LABS, small=True, html=False,
-                             extra={"backend": backend, **extra})
+                             extra={"backend": backend, **GRADED.get(chapter, {}), **extra})
     print(f"{chapter} on {backend}: {run.wall_seconds:.0f} s wall; "
           f"results: {json.dumps(run.results)}")
     where = f"(executed notebook: {run.notebook})"

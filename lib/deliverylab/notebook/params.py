@@ -52,6 +52,14 @@ class Spec:
             if not isinstance(value, str) or not value.strip() or "\n" in value:
                 raise bad_value(name, value, "a file path, e.g. 'results/out.json'")
             return value
+        if self.kind == "solution":  # a graded exercise's file; "" means the student's
+            if value in (None, ""):
+                return ""
+            if not isinstance(value, str) or not value.endswith(".py") or "\n" in value:
+                raise bad_value(name, value, "'' (your file in labs/exercises) or the path "
+                                "of a .py solution, e.g. 'solutions/02_consume_loop/"
+                                "reference.py'")
+            return value
         if self.kind == "choice":
             if value not in self.choices:
                 raise bad_value(name, value, "one of " + ", ".join(map(repr, self.choices)))
@@ -161,7 +169,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "partition_leader", "heal")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000),
         "stall_after": Spec("int", 1, 100_000),
-        "max_poll_interval_ms": Spec("int", 6000, 300_000)},
+        "max_poll_interval_ms": Spec("int", 6000, 300_000),
+        "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
     "03_idempotent_producer": {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "heal")),
         "values": Spec("int", 10, 100_000)},
@@ -170,7 +179,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         "results_path": _COMMON["results_path"], "partitions": Spec("int", 1, 12),
         "actions": Spec("names", choices=("Begin", "Write", "Commit", "Abort",
                                           "Start a twin", "Zombie writes")),
-        "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000)},
+        "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000),
+        "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
     "05_spark_pipeline": {
         "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
         "results_path": _COMMON["results_path"],
@@ -181,7 +191,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         **_COMMON, "database": Spec("choice_or_url", choices=("sqlite", "postgres")),
         "faults": Spec("names", choices=("kill_after_db", "kill_after_http", "stall_consumer",
                                          "restart_instance", "lose_ack", "heal")),
-        "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000)},
+        "orders": Spec("int", 8, 10_000), "max_poll_interval_ms": Spec("int", 6000, 300_000),
+        "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
     "08_cost_of_guarantees": {
         "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
         "results_path": _COMMON["results_path"], "record_size": Spec("int", 8, 1_000_000),

@@ -1,0 +1,98 @@
+"""The grader's figures: a student's quick grade, and the stability of the calibration.
+
+Run (through the heavy queue: it starts a cluster)::
+
+    /work/shared/tools/heavy .venv/bin/python bench/grade.py --quick 02
+    /work/shared/tools/heavy .venv/bin/python bench/grade.py --seeds 20 02 04 06
+
+``--quick``: what a student's ``python -m deliverylab.grade NN`` costs (its own
+one-broker cluster, each fault x 3 seeds): wall time, cluster start included, and time
+per run. Otherwise, on one cluster: the reference solution over every fault x N seeds
+and each known-wrong solution over the fault of the cell it names; prints per cell
+how many seeds passed, and the time per run. The issue's goals: a quick grade within
+2 minutes; the reference passes N/N on every cell, each wrong solution fails its cell
+on at least 19 of 20 seeds. Asserts nothing: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def expected_failure(path: Path) -> tuple[str, str]:
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == \
+                "EXPECTED_FAILURE":
+            fault, _, prop = node.value.value.partition(" x ")
+            return fault, prop
+    raise SystemExit(f"{path}: no EXPECTED_FAILURE")
+
+
+def quick(exercise: str) -> None:
+    from deliverylab.grade import exercise as get
+
+    ex = get(exercise)
+    t0 = time.monotonic()
+    report = __import__("deliverylab").grade(ex.id, ex.reference, seeds=3, show=False)
+    wall = time.monotonic() - t0
+    per = [r.seconds for r in report.runs]
+    print(f"quick grade of {ex.id} ({len(report.runs)} runs: {len(report.faults)} faults x 3 "
+          f"seeds): {wall:.0f} s wall, cluster start included; per run "
+          f"{statistics.mean(per):.1f} s mean, {max(per):.1f} s max; "
+          f"{report.closing()}")
+    for f in report.faults:
+        runs = [r.seconds for r in report.runs if r.fault == f]
+        print(f"  {f:<15} {statistics.mean(runs):5.1f} s per run")
+
+
+def stability(exercises: list[str], seeds: int) -> None:
+    import deliverylab as dl
+    from deliverylab.cluster import Cluster
+    from deliverylab.grade import exercise as get
+
+    seed_list = list(range(1, seeds + 1))
+    cluster = Cluster.start(brokers=1, proxy=True, backend="local")
+    try:
+        for name in exercises:
+            ex = get(name)
+            print(f"exercise {ex.id} ({ex.name}), seeds 1..{seeds}:")
+            ref = dl.grade(ex.id, ex.reference, seed_list=seed_list, cluster=cluster,
+                           show=False)
+            per = statistics.mean(r.seconds for r in ref.runs)
+            print(f"  reference: {ref.closing()} ({len(ref.runs)} runs, {per:.1f} s per run)")
+            for c in ref.cells():
+                print(f"    {c.fault:<15} x {c.prop.name:<18} passed {c.passed}/{len(c.runs)}")
+            for what, path in ex.wrong().items():
+                fault, prop = expected_failure(path)
+                rep = dl.grade(ex.id, path, faults=[fault], seed_list=seed_list,
+                               cluster=cluster, show=False)
+                cell = rep.cell(fault, prop)
+                per = statistics.mean(r.seconds for r in rep.runs)
+                print(f"  wrong_{what:<20} {fault} x {prop}: failed "
+                      f"{len(cell.failing)}/{len(cell.runs)} ({per:.1f} s per run)")
+    finally:
+        cluster.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("exercises", nargs="+")
+    p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    if args.quick:
+        for name in args.exercises:
+            quick(name)
+    else:
+        stability(args.exercises, args.seeds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+    sys.exit(main())

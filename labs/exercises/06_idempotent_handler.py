@@ -1,0 +1,43 @@
+"""Chapter 6 exercise: the idempotent consumer's handler for a database side effect.
+
+The lab's service consumes orders and, for each message, calls your ``handle``. Your
+handler's side effect is one row per order in the ``orders`` table of a real (SQLite)
+database. The lab commits the batch's offsets *after* your handler returned for every
+message of the batch, so a message can reach your handler twice:
+
+- ``kill_after_db``: the lab SIGKILLs the service right after one of your database
+  commits, before its offset commit; a new instance gets the batch again;
+- ``lose_ack``: the producer upstream lost an ack and wrote an order twice (the same
+  message id, at two offsets).
+
+Then it counts the rows: **one row per message**, **no message without its row**, and
+the service must finish. Grade it from the chapter (``dl.grade("06")``) or a terminal::
+
+    python -m deliverylab.grade 06 labs/exercises/06_idempotent_handler.py
+
+The contract:
+
+- ``setup(db)`` (optional) runs once per service process before the first message:
+  create the tables you need (``CREATE TABLE IF NOT EXISTS ...``).
+- ``handle(db, message_id, order, where)`` runs once per delivered message:
+  ``db`` is a ``sqlite3`` connection (Python's DB-API: ``db.execute(...)``,
+  ``with db:`` is one transaction, committed at its end); ``message_id`` identifies the
+  message (the same for a redelivered copy and for a copy the producer wrote twice);
+  ``order`` is ``{"order_id": ..., "amount": ...}``; ``where`` is the message's
+  ``(topic, partition, offset)``.
+- The side effect: ``INSERT INTO orders (order_id, amount) VALUES (?, ?)``. Leave the
+  ``orders`` table as it is (no constraint on it): remembering is your handler's job.
+
+This starter writes the row, and it fails the grade: find out where.
+"""
+
+
+def setup(db):
+    """Create your own tables here, if you need any."""
+
+
+def handle(db, message_id, order, where):
+    """Write the order's row: once per message, however often it is delivered."""
+    with db:
+        db.execute("INSERT INTO orders (order_id, amount) VALUES (?, ?)",
+                   (order["order_id"], order["amount"]))

@@ -1,0 +1,201 @@
+"""The graded exercises: each one's contract, faults, properties and hints, named once.
+
+An exercise is a function the student writes in a ``.py`` file next to the chapter
+(``labs/exercises/NN_<name>.py``). The grader runs it in a child process under each of
+the exercise's faults (names of :data:`deliverylab.faults.FAULTS`, plus ``none``, the
+control run) and judges each run's History with the Checker; a *property* turns the
+Checker's counts into pass or fail, and carries the one-line hint a failing student
+reads (the concept, never the answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import bad_value
+from ..faults import FAULTS
+
+#: The repository root (exercises live in labs/, references in solutions/).
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class Property:
+    """One thing every run must show: ``holds(counts, fault)`` says whether it did."""
+
+    name: str
+    says: str
+    holds: Callable[[dict[str, int], str], bool]
+    hint: str
+    #: The anomaly whose example values the report shows when this property fails.
+    anomaly: str = ""
+    #: A sharper hint for a failure under one fault (the cause differs by fault).
+    fault_hints: dict[str, str] = field(default_factory=dict)
+
+    def hint_for(self, fault: str) -> str:
+        return self.fault_hints.get(fault, self.hint)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise: where its files are, what runs it, how it is judged."""
+
+    id: str
+    name: str
+    chapter: str
+    function: str
+    faults: tuple[str, ...]
+    properties: tuple[Property, ...]
+    values: int = 60
+    batch: int = 10
+    #: Extra producer settings of the student's producer (on top of the mode's).
+    settings: dict[str, Any] = field(default_factory=dict)
+    #: Transactional: the student's producer has a transactional.id (one per run, shared
+    #: by every stage process: a restarted stage fences its predecessor), the consumer
+    #: and the final read-back use read_committed.
+    transactional: bool = False
+    #: The call that counts as "a commit" for the crash plan.
+    commit_call: str = "commit"
+    #: How many times ``crash_consumer`` kills the stage (2: right after a commit, then
+    #: the restarted stage mid-way), before the last stage runs to the end.
+    crashes: int = 1
+    #: Values of one aborted transaction the lab adds to the input.
+    aborted_input: int = 0
+    #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
+    #: student's per-message handler with a database (chapter 06).
+    kind: str = "stage"
+
+    def __post_init__(self) -> None:
+        for f in self.faults:
+            if f != "none" and f not in FAULTS:
+                raise bad_value("fault", f, "'none' or a name of deliverylab.faults.FAULTS")
+
+    @property
+    def starter(self) -> Path:
+        return ROOT / "labs" / "exercises" / f"{self.id}_{self.name}.py"
+
+    @property
+    def solutions(self) -> Path:
+        return ROOT / "solutions" / f"{self.id}_{self.name}"
+
+    @property
+    def reference(self) -> Path:
+        return self.solutions / "reference.py"
+
+    def wrong(self) -> dict[str, Path]:
+        """The known-wrong solutions, by what they get wrong (``wrong_<what>.py``)."""
+        return {p.stem.removeprefix("wrong_"): p
+                for p in sorted(self.solutions.glob("wrong_*.py"))}
+
+    def prop(self, name: str) -> Property:
+        for p in self.properties:
+            if p.name == name:
+                return p
+        raise bad_value("property", name, "one of " + ", ".join(p.name for p in self.properties))
+
+
+def _nothing_lost(counts: dict[str, int], fault: str) -> bool:
+    return counts.get("lost", 0) == 0 and counts.get("pipeline_missing", 0) == 0
+
+
+def _one_batch_redone(batch: int) -> Callable[[dict[str, int], str], bool]:
+    def holds(counts: dict[str, int], fault: str) -> bool:
+        return counts.get("pipeline_extra", 0) <= (0 if fault == "none" else batch)
+    return holds
+
+
+def _finishes(counts: dict[str, int], fault: str) -> bool:
+    return counts.get("unfinished", 0) == 0 and counts.get("fault_missed", 0) == 0
+
+
+FINISHES = Property(
+    "finishes", "the stage processes its whole input and returns when running() is False",
+    _finishes,
+    "Your loop must keep polling while running() is True, return when it is False, and "
+    "never raise: read the child's error in the excerpt.")
+
+CONSUME_LOOP = Exercise(
+    id="02", name="consume_loop", chapter="02_at_least_once", function="consume_loop",
+    faults=("none", "crash_consumer", "lose_ack"),
+    properties=(
+        Property("nothing_lost", "every input value reaches the output topic",
+                 _nothing_lost,
+                 "A restarted stage resumes after the last committed offset: a committed "
+                 "offset is a promise that everything before it is done. Was it?",
+                 anomaly="pipeline_missing"),
+        Property("one_batch_redone", "at most one batch is written twice (the batch in "
+                 "flight when a crash or a lost ack hits; no fault: nothing twice)",
+                 _one_batch_redone(10),
+                 "A restarted stage redoes everything since its last commit: how much work "
+                 "does your loop leave uncommitted at any moment?",
+                 anomaly="pipeline_extra",
+                 fault_hints={"lose_ack": "A lost ack makes the producer send its whole "
+                              "unacknowledged request again: how much does your loop hand "
+                              "the producer before it waits for the writes?"}),
+        FINISHES,
+    ),
+    # Output batched for 100 ms (linger.ms): a produce() call is not a write.
+    settings={"linger.ms": 100},
+)
+
+def _exactly_once(counts: dict[str, int], fault: str) -> bool:
+    return counts.get("pipeline_extra", 0) == 0 and counts.get("duplicates", 0) == 0
+
+
+TRANSACTION_LOOP = Exercise(
+    id="04", name="transaction_loop", chapter="04_transactions", function="transaction_loop",
+    faults=("none", "crash_consumer"),
+    properties=(
+        Property("nothing_lost", "every committed input value reaches the output "
+                 "(read_committed)", _nothing_lost,
+                 "After a crash the restarted stage starts from the group's committed "
+                 "offsets: were offsets committed for work whose transaction never "
+                 "committed?", anomaly="pipeline_missing"),
+        Property("exactly_once", "no committed input value appears twice in the output, "
+                 "nor any aborted one (read_committed)", _exactly_once,
+                 "A read_committed reader sees a value twice only if two committed "
+                 "transactions wrote it: do your output and the position you resume from "
+                 "commit atomically, and at the right offset?", anomaly="pipeline_extra"),
+        FINISHES,
+    ),
+    transactional=True, commit_call="commit_transaction", crashes=2, aborted_input=5,
+)
+
+IDEMPOTENT_HANDLER = Exercise(
+    id="06", name="idempotent_handler", chapter="06_side_effects", function="handle",
+    faults=("none", "kill_after_db", "lose_ack"),
+    properties=(
+        Property("one_row_each", "no message makes more than one row, however often it "
+                 "is delivered or written", lambda c, f: c.get("duplicate_rows", 0) == 0,
+                 "A message can reach your handler twice: redelivered after a crash "
+                 "(same offset) or written twice upstream (another offset). What does "
+                 "your handler remember, and is it the message's identity?",
+                 anomaly="duplicate_rows"),
+        Property("no_missing_rows", "every message in the input has its row",
+                 lambda c, f: c.get("missing_rows", 0) == 0,
+                 "A crash can land between any two database commits: can your handler "
+                 "remember a message as done while its row was never committed?",
+                 anomaly="missing_rows"),
+        FINISHES,
+    ),
+    kind="handler",
+)
+
+#: Every exercise, by id ("02") and by name ("consume_loop").
+EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP, TRANSACTION_LOOP,
+                                                     IDEMPOTENT_HANDLER)}
+
+
+def exercise(name: str | Exercise) -> Exercise:
+    """Look an exercise up by id or name; one clear line for anything else."""
+    if isinstance(name, Exercise):
+        return name
+    key = str(name).strip()
+    for e in EXERCISES.values():
+        if key in (e.id, e.name, f"{e.id}_{e.name}", e.chapter):
+            return e
+    raise bad_value("exercise", name, "one of " + ", ".join(
+        f"{e.id} ({e.name})" for e in EXERCISES.values()))

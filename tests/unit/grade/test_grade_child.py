@@ -1,0 +1,165 @@
+"""The child's recording wrappers, with stand-in clients (no delivery claim is made
+here: what reaches Kafka is judged on real brokers in tests/integration/grade)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deliverylab.grade.child import (
+    Events,
+    KillPlan,
+    StudentConsumer,
+    StudentProducer,
+    load_solution,
+)
+from deliverylab.values import encode
+
+
+class FakeMsg:
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+    def error(self):
+        return None
+
+    def value(self):
+        return encode("producer-0", self.seq)
+
+    def topic(self):
+        return "in"
+
+    def partition(self):
+        return 0
+
+    def offset(self):
+        return self.seq
+
+
+class FakeConsumer:
+    def __init__(self) -> None:
+        self.commits: list[dict] = []
+
+    def consume(self, n, timeout):
+        return [FakeMsg(i) for i in range(n)]
+
+    def commit(self, **kw):
+        self.commits.append(kw)
+
+
+class FakeProducer:
+    def __init__(self) -> None:
+        self.reports = []
+
+    def produce(self, topic, value, key, on_delivery=None):
+        self.reports.append(on_delivery)
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_polls_and_commits_are_recorded_and_every_commit_is_synchronous(tmp_path: Path):
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    fake = FakeConsumer()
+    c = StudentConsumer(fake, events, KillPlan(events, None, None))
+    msgs = c.consume(num_messages=3, timeout=0.1)
+    c.commit(message=msgs[-1])  # asynchronous=True by default in confluent-kafka
+    assert fake.commits == [{"asynchronous": False, "message": msgs[-1]}]
+    got = read(tmp_path / "e.jsonl")
+    assert [e["kind"] for e in got] == ["poll"] * 3 + ["commit"]
+    assert got[0]["values"] == ["producer-0:0"] and got[-1]["detail"] == "in/0@3"
+
+
+def test_more_than_one_batch_per_consume_is_refused_in_one_line(tmp_path: Path):
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    c = StudentConsumer(FakeConsumer(), events, KillPlan(events, None, None))
+    with pytest.raises(ValueError, match="num_messages=500 is not accepted"):
+        c.consume(num_messages=500, timeout=1)
+
+
+def test_a_delivery_report_is_recorded_then_handed_to_the_students_callback(tmp_path: Path):
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    fake = FakeProducer()
+    p = StudentProducer(fake, events, KillPlan(events, None, None))
+    seen = []
+    p.produce("out", encode("producer-0", 7), b"k", on_delivery=lambda e, m: seen.append(e))
+    fake.reports[0](None, type("M", (), {"partition": lambda s: 1, "offset": lambda s: 4})())
+    assert seen == [None]
+    kinds = [(e["kind"], e.get("outcome"), e.get("offset")) for e in read(tmp_path / "e.jsonl")]
+    assert kinds == [("handed", None, None), ("send", "ok", 4)]
+
+
+def test_load_solution_names_a_missing_function(tmp_path: Path):
+    f = tmp_path / "s.py"
+    f.write_text("CONSUMER_SETTINGS = {'enable.auto.commit': True}\ndef other(): pass\n")
+    with pytest.raises(SystemExit, match="defines no function consume_loop"):
+        load_solution(str(f), "consume_loop")
+    f.write_text("CONSUMER_SETTINGS = {'enable.auto.commit': True}\n"
+                 "def consume_loop(c, p, o, r): pass\n")
+    assert load_solution(str(f), "consume_loop").consumer_settings == {
+        "enable.auto.commit": True}
+
+
+def test_the_handler_loop_calls_the_handler_per_message_and_records_database_commits(
+        tmp_path: Path):
+    import sqlite3
+    import types
+
+    from deliverylab.grade.child import run_handler
+
+    db_path = tmp_path / "effects.db"
+    with sqlite3.connect(db_path) as db:
+        db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    module = types.ModuleType("student")
+    exec((Path(__file__).resolve().parents[3] / "solutions" / "06_idempotent_handler"
+          / "reference.py").read_text(), module.__dict__)
+
+    class TwoBatches(FakeConsumer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def consume(self, n, timeout):
+            self.calls += 1
+            return [FakeMsg(0), FakeMsg(1)] if self.calls <= 2 else []  # batch redelivered
+
+    consumer = TwoBatches()
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    polls = iter([True, True, False])
+    run_handler({"database": str(db_path), "function": "handle"}, events, consumer, module,
+                lambda: next(polls))
+    rows = sqlite3.connect(db_path).execute("SELECT order_id FROM orders").fetchall()
+    assert sorted(r[0] for r in rows) == ["producer-0:0", "producer-0:1"]  # deduplicated
+    got = read(tmp_path / "e.jsonl")
+    writes = [e for e in got if e["kind"] == "db_write"]
+    assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]] * 2
+    assert [e["kind"] for e in got].count("commit") == 2
+    assert consumer.commits[0]["offsets"][-1].offset == 2
+
+
+def test_transactions_are_recorded_and_their_values_tagged(tmp_path: Path):
+    class TxnFake(FakeProducer):
+        def begin_transaction(self):
+            pass
+
+        def send_offsets_to_transaction(self, offsets, metadata, timeout):
+            pass
+
+        def commit_transaction(self, timeout):
+            pass
+
+    events = Events(str(tmp_path / "e.jsonl"), "stage-1")
+    p = StudentProducer(TxnFake(), events, KillPlan(events, None, None, "commit_transaction"))
+    p.begin_transaction()
+    p.produce("out", encode("producer-0", 1), b"k")
+    from confluent_kafka import TopicPartition
+
+    p.send_offsets_to_transaction([TopicPartition("in", 0, 2)], object(), 30)
+    p.commit_transaction(30)
+    got = [(e["kind"], e.get("txn"), e.get("detail")) for e in read(tmp_path / "e.jsonl")]
+    assert got == [("begin_txn", "stage-1/txn-1", None), ("handed", "stage-1/txn-1", None),
+                   ("send_offsets", "stage-1/txn-1", "in/0@2"),
+                   ("commit_txn", "stage-1/txn-1", None)]

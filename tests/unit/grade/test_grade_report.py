@@ -1,0 +1,185 @@
+"""The grader's parent side without brokers: events -> History, properties, report.
+
+Histories and reads here are hand-written, as the checker's own unit tests are: what a
+stage that committed before processing and then died would have recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from deliverylab import checker as C
+from deliverylab.errors import BadValue
+from deliverylab.grade import exercise
+from deliverylab.grade.report import Report, excerpt, replay_command
+from deliverylab.grade.runner import Run, kill_plan, to_history
+from deliverylab.history import History, Read
+
+EX = exercise("02")
+IN, OUT = "in-x", "out-x"
+
+
+def events_commit_before_then_killed() -> list[dict]:
+    """stage-0 polls 3 values, commits past them, writes one, is killed; stage-1 finds
+    nothing left to read."""
+    t = time.monotonic() - 5
+    e = []
+    for i in range(3):
+        e.append({"t": t + 0.1 * i, "process": "stage-0", "kind": "poll",
+                  "values": [f"producer-0:{i}"], "topic": IN, "partition": 0, "offset": i})
+    e.append({"t": t + 0.5, "process": "stage-0", "kind": "commit", "outcome": "ok",
+              "detail": f"{IN}/0@3"})
+    e.append({"t": t + 0.6, "process": "stage-0", "kind": "handed",
+              "values": ["producer-0:0"], "topic": OUT})
+    e.append({"t": t + 0.7, "process": "stage-0", "kind": "send", "outcome": "ok",
+              "values": ["producer-0:0"], "topic": OUT, "partition": 0, "offset": 0})
+    e.append({"t": t + 0.8, "process": "stage-0", "kind": "handed",
+              "values": ["producer-0:1"], "topic": OUT})
+    e.append({"t": t + 0.9, "process": "stage-0", "kind": "fault", "fault": "crash_consumer",
+              "outcome": "info", "detail": "stage-0 is SIGKILLed"})
+    return e
+
+
+def history_and_reads() -> tuple[History, list[Read]]:
+    h = History()
+    for i in range(3):
+        h.record("producer-0", "send", "ok", [f"producer-0:{i}"], topic=IN, partition=0,
+                 offset=i)
+    to_history(events_commit_before_then_killed(), h)
+    reads = [Read(IN, 0, i, f"producer-0:{i}") for i in range(3)]
+    reads.append(Read(OUT, 0, 0, "producer-0:0"))
+    return h, reads
+
+
+def a_run(fault: str = "crash_consumer", seed: int = 1) -> Run:
+    h, reads = history_and_reads()
+    result = C.check(h, reads, C.ANOMALIES, pipeline=(IN, OUT))
+    counts = {"unfinished": 0, "fault_missed": 0, **result.counts}
+    passed = {p.name: p.holds(counts, fault) for p in EX.properties}
+    return Run("02", fault, seed, counts, passed, result, h, (IN, OUT), 8.0,
+               positions={"producer-0:2": ["input/0@2"]})
+
+
+def test_events_become_ops_and_a_handed_value_never_reported_is_info():
+    h, _ = history_and_reads()
+    sends = [op for op in h if op.kind == "send" and op.topic == OUT]
+    assert [(op.values, op.outcome) for op in sends] == [(("producer-0:0",), "ok"),
+                                                          (("producer-0:1",), "info")]
+    assert [op.kind for op in h if op.process == "stage-0"][:4] == ["poll"] * 3 + ["commit"]
+    assert h.faults()[0].fault == "crash_consumer"
+
+
+def test_commit_before_processing_fails_nothing_lost_only():
+    run = a_run()
+    # :1 was handed to the producer, never reported, not in the log; :2 never written
+    assert run.counts["pipeline_missing"] == 2
+    assert run.passed == {"nothing_lost": False, "one_batch_redone": True, "finishes": True}
+
+
+def test_redo_budget_is_one_batch_under_a_fault_and_zero_without():
+    prop = EX.prop("one_batch_redone")
+    assert prop.holds({"pipeline_extra": 10}, "crash_consumer")
+    assert not prop.holds({"pipeline_extra": 11}, "crash_consumer")
+    assert not prop.holds({"pipeline_extra": 1}, "none")
+
+
+def test_excerpt_shows_the_value_its_covering_commit_and_the_crash():
+    lines = excerpt(a_run(), EX.prop("nothing_lost"))
+    text = "\n".join(lines)
+    assert lines[0] == "value producer-0:1 (pipeline_missing):"
+    assert "poll   ok   producer-0:1 at input/0@1" in text
+    assert "send   info producer-0:1" in text and "never reported" in text
+    assert "commit ok    input/0@3" in text
+    assert "SIGKILLed" in text
+    assert IN not in text  # topics by their role
+    assert lines[-1] == "  read back afterwards: nowhere"  # the reads held no copy of it
+
+
+def test_a_cell_may_carry_a_sharper_hint_for_one_fault():
+    prop = EX.prop("one_batch_redone")
+    assert prop.hint_for("lose_ack") != prop.hint_for("crash_consumer") == prop.hint
+
+
+def test_report_table_replay_hint_closing_line_and_json(tmp_path: Path):
+    runs = [a_run(seed=1), a_run(seed=2), a_run("none", 1)]
+    solution = tmp_path / "mine.py"
+    solution.write_text("def consume_loop(c, p, o, r): pass\n")
+    report = Report(EX, solution, runs, 20.0)
+    text = str(report)
+    assert "crash_consumer  0/2 FAIL" in text
+    assert report.cell("none", "one_batch_redone").passed == 1  # judged per fault
+    assert replay_command(EX, solution, "crash_consumer", 1) in text
+    assert EX.prop("nothing_lost").hint in text
+    assert text.splitlines()[-1] == report.closing() == "4 passed, 2 failed"
+    data = json.loads(report.save(tmp_path / "r.json").read_text())
+    assert data["passed"] == 4 and data["failed"] == 2
+    assert {c["fault"] for c in data["cells"]} == {"crash_consumer", "none"}
+    crash = [f for f in data["failures"] if f["fault"] == "crash_consumer"]
+    assert crash[0]["failing_seeds"] == [1, 2] and crash[0]["property"] == "nothing_lost"
+    assert len(data["solution_sha256"]) == 64
+
+
+def test_kill_plan_is_seeded_and_lands_after_a_commit_for_a_per_batch_stage():
+    plans = [kill_plan(EX, "crash_consumer", s) for s in range(1, 40)]
+    assert plans == [kill_plan(EX, "crash_consumer", s) for s in range(1, 40)]
+    for p in plans:
+        # A stage committing every batch of <= 10 values commits for the n-th time
+        # before it hands its (10 n + 1)-th value: the commit kill comes first.
+        assert p["kill_at_value"] > EX.batch * p["kill_after_commits"]
+        assert p["kill_at_value"] < EX.values
+    assert kill_plan(EX, "lose_ack", 1) == {}
+
+
+def test_bad_exercise_or_solution_is_one_line():
+    from deliverylab.grade import _solution
+
+    with pytest.raises(BadValue, match="exercise='99' is not accepted"):
+        exercise("99")
+    with pytest.raises(BadValue, match="solution='nope.txt' is not accepted"):
+        _solution(EX, "nope.txt")
+
+
+def test_every_exercise_ships_a_starter_a_reference_and_three_wrong_solutions():
+    from deliverylab.grade import EXERCISES
+
+    for ex in EXERCISES.values():
+        assert ex.starter.is_file() and ex.reference.is_file()
+        assert len(ex.wrong()) >= 3
+        for path in [ex.starter, ex.reference, *ex.wrong().values()]:
+            assert f"def {ex.function}(" in path.read_text()
+
+
+def test_the_transaction_exercise_crashes_twice_after_a_commit_then_mid_transaction():
+    ex = exercise("04")
+    for seed in range(1, 30):
+        first, second = kill_plans_of(ex, seed)
+        assert first["commit_call"] == second["commit_call"] == "commit_transaction"
+        assert first["kill_at_value"] > ex.batch * first["kill_after_commits"]
+        # the restarted stage dies inside its first or second batch's transaction
+        assert "kill_after_commits" not in second and second["kill_at_value"] <= ex.batch + 5
+
+
+def kill_plans_of(ex, seed):
+    from deliverylab.grade.runner import kill_plans
+
+    return kill_plans(ex, "crash_consumer", seed)
+
+
+def test_transactional_events_keep_their_transaction():
+    h = History()
+    t = time.monotonic()
+    to_history([
+        {"t": t, "process": "stage-0", "kind": "begin_txn", "outcome": "ok",
+         "txn": "stage-0/txn-1"},
+        {"t": t + 0.1, "process": "stage-0", "kind": "handed", "values": ["producer-0:3"],
+         "topic": OUT, "txn": "stage-0/txn-1"},
+        {"t": t + 0.2, "process": "stage-0", "kind": "fault", "fault": "crash_consumer",
+         "outcome": "info"}], h)
+    sends = [op for op in h if op.kind == "send"]
+    assert [(op.outcome, op.txn) for op in sends] == [("info", "stage-0/txn-1")]
+    # a transaction that never committed is aborted: its value is not expected anywhere
+    assert C.txn_fates(h) == {"stage-0/txn-1": "aborted"}
