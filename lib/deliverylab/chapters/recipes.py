@@ -132,6 +132,10 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0,
 
     A plain consumer (assigned, no group membership, no commits): the recipes' evidence
     must not depend on any consumer-group state. Returns ``(offset, value)`` pairs.
+
+    The watermarks are asked until a leader can give them: right after a failover the
+    new leader answers OFFSET_NOT_AVAILABLE until its high watermark has caught up
+    (it happened after a healed partition, on containers).
     """
     consumer = Consumer(config(bootstrap, **{
         "group.id": f"deliverylab-recipe-{uuid.uuid4().hex[:8]}",
@@ -140,7 +144,9 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0,
     records: list[tuple[int, bytes | None]] = []
     try:
         tp = TopicPartition(topic, partition)
-        low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+        low, high = ready.wait_until(  # a KafkaException is "ask again", until timeout
+            f"the watermarks of {topic}/{partition}",
+            lambda: consumer.get_watermark_offsets(tp, timeout=5), timeout)
         if high <= low:
             return records
         consumer.assign([TopicPartition(topic, partition, low)])
