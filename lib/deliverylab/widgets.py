@@ -24,6 +24,8 @@ from __future__ import annotations
 import atexit
 import html
 import inspect
+import json
+import os
 import threading
 import time
 import weakref
@@ -48,6 +50,14 @@ STATE_COLORS = {"up": "#009E73", "paused": "#E69F00", "dead": "#D55E00",
 
 #: How many log lines the output area shows (``FaultPanel.lines`` keeps them all).
 LOG_LINES = 30
+
+#: Environment variable naming a JSON-lines file where every panel of the process
+#: records itself and, after each press, what it then showed (headless runs: see
+#: :func:`record_panel`). Unset in a live notebook: nothing is written.
+RECORD_ENV = "DELIVERYLAB_PANEL_RECORD"
+
+#: History operations shown after a press in the recorded excerpt.
+EXCERPT_OPS = 6
 
 KwargsSource = Mapping[str, Any] | Callable[..., Mapping[str, Any]] | None
 
@@ -315,7 +325,8 @@ class FaultPanel(W.VBox):
         self.status.add_class("dl-status")
         self.output = W.HTML(value=_log_html(self.lines))
         self.output.add_class("dl-log")
-        heading = W.HTML(f"<b>{html.escape(title or 'Failure buttons')}</b>"
+        self.title_text = title or "Failure buttons"
+        heading = W.HTML(f"<b>{html.escape(self.title_text)}</b>"
                          + (f" &middot; topic <code>{html.escape(topic)}</code>" if topic
                             else ""))
         row = W.HBox([*self.buttons.values(), self.refresh_button],
@@ -325,6 +336,7 @@ class FaultPanel(W.VBox):
         self.add_class("dl-fault-panel")
         _PANELS.add(self)
         self.refresh()
+        record_panel(self, "shown")
         if auto_refresh:
             self.start_auto_refresh(auto_refresh)
 
@@ -364,6 +376,7 @@ class FaultPanel(W.VBox):
                 self.lines.append(press.line())
                 self._set_busy(False)
         self.refresh()
+        record_panel(self, "press", press)
         if press.error is not None and raise_errors:
             raise press.error
         return press
@@ -590,6 +603,61 @@ def _log_html(lines: list[str]) -> str:
     return f"<div style='font-family:monospace;font-size:12px'>{rows}</div>"
 
 
+# --- the headless record --------------------------------------------------------------
+
+
+def op_line(op: Any) -> str:
+    """One History operation as a line of the recorded excerpt."""
+    where = ""
+    if op.topic is not None:
+        where = f" {op.topic}"
+        if op.partition is not None:
+            where += f"/{op.partition}"
+            if op.offset is not None:
+                where += f"@{op.offset}"
+    values = ",".join(op.values[:3]) + ("..." if len(op.values) > 3 else "")
+    name = op.fault or op.kind
+    tail = f" {op.error}" if op.error else (f" {op.detail}" if op.detail else "")
+    return (f"{op.time:8.2f}s {op.process} {name} {op.outcome}"
+            f"{' ' + values if values else ''}{where}{tail}")[:200]
+
+
+def history_excerpt(history: History | None, count: int = EXCERPT_OPS) -> list[str]:
+    """The last ``count`` operations of ``history``, one line each."""
+    if history is None:
+        return []
+    ops = history.snapshot()
+    return [op_line(op) for op in ops[-count:]]
+
+
+def record_panel(panel: FaultPanel, event: str, press: Press | None = None) -> None:
+    """Append what ``panel`` shows now to the file ``$DELIVERYLAB_PANEL_RECORD`` names.
+
+    Why: a headless run presses the buttons, but nobody renders the widgets, and a
+    widget does not survive as HTML (its state is gone once the panel closes). The
+    course book (:mod:`deliverylab.book`) renders each recorded press from this file:
+    the press line, the status line after it and the History's last operations.
+    Keyed by the widget's model id, which the notebook's output of the panel names.
+    A record that cannot be written must not break the press: it is skipped."""
+    path = os.environ.get(RECORD_ENV)
+    if not path:
+        return
+    entry: dict[str, Any] = {
+        "event": event, "model_id": panel.model_id,
+        "title": panel.title_text, "buttons": list(panel.specs),
+        "absent": dict(panel.absent), "status": panel.status_text,
+        "status_html": panel.status.value,
+        "history": history_excerpt(panel.current_history)}
+    if press is not None:
+        entry.update(label=press.label, line=press.line(), ok=press.ok,
+                     seconds=round(press.seconds, 3))
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(entry) + "\n")
+    except OSError:
+        pass
+
+
 @atexit.register
 def _stop_all_panels() -> None:
     for panel in list(_PANELS):
@@ -597,4 +665,4 @@ def _stop_all_panels() -> None:
 
 
 __all__ = ["FaultPanel", "FaultSpec", "Press", "current_leader", "describe",
-           "fault_buttons", "one_line"]
+           "fault_buttons", "history_excerpt", "one_line", "record_panel"]
