@@ -10,6 +10,8 @@ choice). ``save=`` also writes it to a file (format from the suffix: .png, .svg,
 from __future__ import annotations
 
 import io
+import logging
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,12 +39,45 @@ COLORS = {
 }
 
 
+log = logging.getLogger(__name__)
+
+#: matplotlib's warning when a figure is too small for its decorations (a tall legend
+#: beside few lanes): the axes would collapse, so the layout is skipped.
+_COLLAPSED = "constrained_layout not applied"
+
+
+def save_legibly(fig: Figure, target: Any, tries: int = 3, **kwargs: Any) -> None:
+    """``fig.savefig(target)``, made taller while its layout collapses.
+
+    Why: matplotlib then skips the layout and warns ("constrained_layout not
+    applied..."), which prints as a red box in the student's cell and leaves a squashed
+    plot. A figure that still collapses after ``tries`` is saved as it is, and the
+    warning goes to this module's logger, not into the cell."""
+    for attempt in range(tries):
+        if hasattr(target, "seek"):
+            target.seek(0)
+            target.truncate()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig.savefig(target, **kwargs)
+        collapsed = [w for w in caught if _COLLAPSED in str(w.message)]
+        for w in caught:
+            if w not in collapsed:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if not collapsed:
+            return
+        if attempt + 1 < tries:
+            fig.set_figheight(fig.get_figheight() * 1.5)
+        else:
+            log.info("figure %r: %s", fig, collapsed[0].message)
+
+
 class LabFigure(Figure):
     """A Figure that IPython can show by itself (no pyplot, no inline backend needed)."""
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+        save_legibly(self, buf, format="png", dpi=100, bbox_inches="tight")
         return buf.getvalue()
 
 
@@ -50,8 +85,14 @@ def _finish(fig: Figure, save: str | Path | None) -> Figure:
     if save is not None:
         path = Path(save)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        save_legibly(fig, path, dpi=120, bbox_inches="tight")
     return fig
+
+
+def fit_legend(fig: Figure, entries: int, per_entry: float = 0.2) -> None:
+    """Make ``fig`` at least as tall as a legend of ``entries`` lines beside it (font
+    size 8 takes about 0.2 in a line), plus the title and the axis label."""
+    fig.set_figheight(max(fig.get_figheight(), 1.2 + per_entry * entries))
 
 
 def _field(item: Any, name: str, default: Any = None) -> Any:
@@ -177,6 +218,7 @@ def timeline(
     if handles:
         ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8,
                   frameon=False)
+        fit_legend(fig, len(handles))
     if not ops:
         ax.text(0.5, 0.5, "empty History", transform=ax.transAxes, ha="center")
     return _finish(fig, save)
@@ -292,6 +334,7 @@ def offset_strips(
                for k in shown],
               [f"{legend[k]} ({counts[k]})" for k in shown],
               loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    fit_legend(fig, len(shown))
     ax.set_title(title or "Offsets per partition: records, markers, aborted records")
     if not partitions:
         ax.text(0.5, 0.5, "no offsets", transform=ax.transAxes, ha="center")

@@ -1,0 +1,51 @@
+"""Figures stay legible: a tall legend beside few lanes must not collapse the layout
+(matplotlib then warns into the student's cell and squashes the plot)."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+from deliverylab import plots
+from deliverylab.history import History, Op
+
+
+def _busy_history() -> History:
+    """One process, every kind of mark the timeline has a legend entry for."""
+    h = History()
+    for i, outcome in enumerate(("ok", "info", "fail", "ok")):
+        h.append(Op("producer-0", "send", outcome, 0.1 * i, (f"producer-0:{i}",),
+                    "t", 0, i))
+    h.append(Op("producer-0", "poll", "ok", 0.5, ("producer-0:0",), "t", 0, 0))
+    h.append(Op("producer-0", "commit_txn", "ok", 0.6, txn="producer-0/txn-1"))
+    h.append(Op("producer-0", "abort_txn", "ok", 0.7, txn="producer-0/txn-2"))
+    h.append(Op("nemesis", "fault", "ok", 0.2, fault="lose_ack", detail="lose_ack"))
+    return h
+
+
+def test_a_one_lane_timeline_with_a_tall_legend_renders_without_layout_warnings():
+    fig = plots.timeline(_busy_history(), duplicates=["producer-0:0"],
+                         lost=["producer-0:2"], title="one lane, nine legend entries")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        png = fig._repr_png_()
+    assert png.startswith(b"\x89PNG")
+    assert [str(w.message) for w in caught] == []
+    assert fig.get_figheight() >= 1.2 + 0.2 * 9  # nine legend entries
+
+
+def test_save_legibly_grows_a_collapsing_figure_until_its_layout_applies():
+    fig = plots.LabFigure(figsize=(4, 0.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set_title("a title\nover two lines")
+    ax.set_xlabel("x")
+    with warnings.catch_warnings(record=True) as raw:
+        warnings.simplefilter("always")
+        fig.savefig(io.BytesIO(), format="png")
+    assert any(plots._COLLAPSED in str(w.message) for w in raw), "the case must collapse"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plots.save_legibly(fig, io.BytesIO(), format="png")
+    assert not any(plots._COLLAPSED in str(w.message) for w in caught)
+    assert fig.get_figheight() > 0.6
