@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .errors import bad_value
+from .faults import FAULTS
 from .history import History, Op
 
 # One color per meaning, shared by both figures (colorblind-safe Okabe-Ito palette).
@@ -153,8 +154,10 @@ def timeline(
     ops = [op for op in everything if op.kind != "fault"]
     dup, gone = _values(duplicates), _values(lost)
     if faults is None:
-        faults = [{"time": op.time, "name": op.detail or op.fault}
-                  for op in everything if op.kind == "fault"]
+        # The fault's button label names it at a glance ("Lose an ack"); its detail
+        # (a sentence) is in the panel's log.
+        faults = [{"time": op.time, "name": FAULTS[op.fault].label if op.fault in FAULTS
+                   else op.detail or op.fault} for op in everything if op.kind == "fault"]
     fault_rows = _rows(faults)
     senders = {op.process for op in ops if op.kind == "send"}
     processes = sorted({op.process for op in ops}, key=lambda p: (p not in senders, p))
@@ -201,9 +204,14 @@ def timeline(
         if end is not None:
             ax.axvspan(start, end, color=COLORS["fault"], alpha=0.15, zorder=0)
         ax.axvline(start, color=COLORS["fault"], linestyle="--", linewidth=1.2, zorder=1)
-        ax.annotate(str(name), (start, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(3, -3), textcoords="offset points", rotation=90, va="top",
-                    fontsize=8, color=COLORS["fault"])
+        # A fault's description can be a sentence: rotated, it would be taller than the
+        # axes and collapse the layout. Cut it short, and keep it out of the layout.
+        label = str(name) if len(str(name)) <= 32 else str(name)[:31] + "\u2026"
+        ax.annotate(label, (start, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(3, -3), textcoords="offset points", va="top", ha="left",
+                    fontsize=8, color=COLORS["fault"],
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
+                          "pad": 1}).set_in_layout(False)
 
     ax.set_yticks(range(len(processes)), processes)
     ax.set_ylim(-0.7, max(len(processes), 1) - 0.3)

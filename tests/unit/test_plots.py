@@ -49,3 +49,20 @@ def test_save_legibly_grows_a_collapsing_figure_until_its_layout_applies():
         plots.save_legibly(fig, io.BytesIO(), format="png")
     assert not any(plots._COLLAPSED in str(w.message) for w in caught)
     assert fig.get_figheight() > 0.6
+
+
+def test_a_fault_with_a_sentence_for_detail_neither_collapses_the_plot_nor_hides_its_name():
+    """Chapter 02's stream: one lane, a lost ack whose detail is a sentence (it printed
+    "constrained_layout not applied" into the cell when drawn rotated)."""
+    h = History()
+    for i in range(60):
+        h.append(Op("producer-0", "send", "ok", 0.03 * i, (f"producer-0:{i}",), "t", 0, i))
+    h.append(Op("nemesis", "fault", "ok", 1.0, fault="lose_ack",
+                detail="will drop the next 1 Produce response(s) of broker 1"))
+    fig = plots.timeline(h, duplicates=["producer-0:30"], title="Your stream")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(io.BytesIO(), format="png", dpi=100, bbox_inches="tight")
+    assert [str(w.message) for w in caught] == []
+    [ax] = fig.axes
+    assert [t.get_text() for t in ax.texts] == ["Lose an ack"]  # the button's label
