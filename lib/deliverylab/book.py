@@ -44,6 +44,11 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 REMOVE_CELL = frozenset({"solution", "remove-cell"})
 REMOVE_INPUT = "remove-input"
 REMOVE_OUTPUT = "remove-output"
+#: Papermill's cell of the parameters it passed: shown in the banner instead (it holds
+#: the run's own paths).
+INJECTED = "injected-parameters"
+#: Parameters of a headless run that say nothing to a reader (machine paths).
+_RUN_ONLY = ("results_path",)
 #: A code cell calling this prints the exercise's answer: its output stays out.
 SELF_CHECK = "self_check("
 #: Assets copied next to the pages (package resources).
@@ -221,7 +226,7 @@ def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[str, Any
     cells = []
     for cell in nb.get("cells", []):
         tags = set(cell.get("metadata", {}).get("tags", []))
-        if tags & REMOVE_CELL:
+        if tags & REMOVE_CELL or INJECTED in tags:
             continue
         if cell.get("cell_type") == "code":
             if REMOVE_OUTPUT in tags:
@@ -333,15 +338,30 @@ def _nav(chapters: list[Chapter], current: Chapter | None,
             f"<ol class='dl-book-chapters'>{''.join(items)}</ol></nav>")
 
 
-def _banner(ch: Chapter) -> str:
-    """The claim and its verdict, from the chapter's results file."""
+def run_parameters(nb: dict[str, Any]) -> list[str]:
+    """The lines of papermill's injected-parameters cell a reader cares about: the
+    fault schedule and sizes of this run (not its file paths)."""
+    for cell in nb.get("cells", []):
+        if INJECTED in cell.get("metadata", {}).get("tags", []):
+            return [line for line in _source(cell).splitlines()
+                    if line.strip() and not line.startswith("#")
+                    and line.split("=")[0].strip() not in _RUN_ONLY]
+    return []
+
+
+def _banner(ch: Chapter, params: list[str]) -> str:
+    """The claim and its verdict (the chapter's results file), and the parameters the
+    headless run was given."""
+    esc = html.escape
+    ran = ("<div class='dl-book-params'>This run's parameters: <code>"
+           + esc("; ".join(params)) + "</code></div>") if params else ""
     if not ch.results:
         return ("<div class='dl-book-banner dl-book-unknown'>This chapter's run wrote no "
-                "results file: its claim was not checked.</div>")
+                f"results file: its claim was not checked.{ran}</div>")
     ok = ch.results.get("pass") is True
     return (f"<div class='dl-book-banner {'dl-book-held' if ok else 'dl-book-broken'}'>"
             f"<b>{'The claim held in this run' if ok else 'The claim did NOT hold'}:</b> "
-            f"{html.escape(str(ch.results.get('claim', '')))}</div>")
+            f"{esc(str(ch.results.get('claim', '')))}{ran}</div>")
 
 
 def _footer(chapters: list[Chapter], ch: Chapter) -> str:
@@ -362,9 +382,10 @@ def render_chapter(ch: Chapter, chapters: list[Chapter]) -> tuple[str, list[Sect
     """A chapter's page, and its sections."""
     import nbformat
 
-    nb = nbformat.from_dict(prepare(json.loads(ch.notebook.read_text(encoding="utf-8")),
-                                    ch.panels))
-    resources = {"book_nav": _NAV_SLOT, "book_banner": _banner(ch),
+    executed = json.loads(ch.notebook.read_text(encoding="utf-8"))
+    # reads(), not from_dict(): it joins the stored line lists back into strings.
+    nb = nbformat.reads(json.dumps(prepare(executed, ch.panels)), as_version=4)
+    resources = {"book_nav": _NAV_SLOT, "book_banner": _banner(ch, run_parameters(executed)),
                  "book_footer": _footer(chapters, ch), "metadata": {"name": ch.title}}
     body, _ = _exporter().from_notebook_node(nb, resources=resources)
     sections = outline(body)

@@ -1,4 +1,5 @@
-"""The book from executed notebooks written by hand: what it shows, what it leaves out,
+"""The book from executed notebooks written by hand (stored as papermill stores them:
+sources and texts as lists of lines): what it shows, what it leaves out,
 and that nothing in it needs the network. (The browser test opens a real one.)"""
 
 from __future__ import annotations
@@ -24,16 +25,17 @@ PANEL_ID = "a1b2c3"
 
 def md(text: str, tags: tuple[str, ...] = ()) -> dict:
     return {"cell_type": "markdown", "id": f"m{abs(hash(text))}",
-            "metadata": {"tags": list(tags)}, "source": text}
+            "metadata": {"tags": list(tags)}, "source": text.splitlines(keepends=True)}
 
 
 def code(text: str, outputs: list[dict] | None = None, tags: tuple[str, ...] = ()) -> dict:
     return {"cell_type": "code", "id": f"c{abs(hash(text))}", "metadata": {"tags": list(tags)},
-            "source": text, "execution_count": 1, "outputs": outputs or []}
+            "source": text.splitlines(keepends=True), "execution_count": 1,
+            "outputs": outputs or []}
 
 
 def stream(text: str, name: str = "stdout") -> dict:
-    return {"output_type": "stream", "name": name, "text": text}
+    return {"output_type": "stream", "name": name, "text": text.splitlines(keepends=True)}
 
 
 def panel_output(model_id: str = PANEL_ID) -> dict:
@@ -47,6 +49,8 @@ def write_chapter(folder: Path, name: str, title: str, results: dict | None = No
                   panel_lines: list[dict] | None = None, cells: list[dict] | None = None):
     cells = cells or [
         md(f"# {title}\n\nWhat this chapter claims."),
+        code('# Parameters\nfaults = ["lose_ack"]\nresults_path = "/home/ci/x/02.json"\n',
+             tags=("injected-parameters",)),
         code("panel", [panel_output()]),
         md("## 1. Lose an ack while values flow\n\nPress the button."),
         code("dl.plots.timeline(history)",
@@ -92,9 +96,7 @@ def press(line: str, ok: bool = True) -> dict:
             "label": "Lose ack", "line": line, "ok": ok, "seconds": 0.4}
 
 
-@pytest.fixture
-def course(tmp_path: Path) -> Path:
-    src = tmp_path / "course"
+def make_course(src: Path) -> Path:
     src.mkdir()
     shown = {"event": "shown", "model_id": PANEL_ID, "title": "Chapter 2: lose an ack",
              "buttons": ["Lose ack", "Heal"], "absent": {}, "status": "brokers: 1:up",
@@ -110,9 +112,21 @@ def course(tmp_path: Path) -> Path:
     return src
 
 
-def test_a_book_has_contents_chapters_search_and_assets(course: Path, tmp_path: Path):
-    report = book.build(course, tmp_path / "book")
-    out = tmp_path / "book"
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    return make_course(tmp_path / "course")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, book.BookReport]:
+    """One book for the tests that only read it (nbconvert takes a second a page)."""
+    root = tmp_path_factory.mktemp("built")
+    report = book.build(make_course(root / "course"), root / "book")
+    return root / "book", report
+
+
+def test_a_book_has_contents_chapters_search_and_assets(built):
+    out, report = built
     assert sorted(p.name for p in out.iterdir()) == [
         "00_tour.html", "02_at_least_once.html", "book.css", "book.js", "index.html",
         "search-index.js"]
@@ -135,9 +149,9 @@ def test_a_book_has_contents_chapters_search_and_assets(course: Path, tmp_path: 
     assert report.presses == {"00_tour": 0, "02_at_least_once": 2}
 
 
-def test_each_recorded_press_is_shown_where_the_panel_was(course: Path, tmp_path: Path):
-    book.build(course, tmp_path / "book")
-    page = (tmp_path / "book" / "02_at_least_once.html").read_text()
+def test_each_recorded_press_is_shown_where_the_panel_was(built):
+    out, _ = built
+    page = (out / "02_at_least_once.html").read_text()
     text = text_of(page)
     assert classes(page, "dl-book-press") == 2
     assert classes(page, "dl-book-panel") == 1
@@ -149,18 +163,25 @@ def test_each_recorded_press_is_shown_where_the_panel_was(course: Path, tmp_path
     assert "Chapter 2: lose an ack" in text
     # No widget state, no widget manager: nothing would render it offline anyway.
     assert "widget-state+json" not in page and "widget-view+json" not in page
-    tour = text_of((tmp_path / "book" / "00_tour.html").read_text())
+    tour = text_of((out / "00_tour.html").read_text())
     assert "No button was pressed in this run" in tour and "Tour buttons" in tour
 
 
-def test_solutions_and_the_answer_stay_out_of_the_book(course: Path, tmp_path: Path):
-    book.build(course, tmp_path / "book")
-    page = text_of((tmp_path / "book" / "02_at_least_once.html").read_text())
+def test_solutions_and_the_answer_stay_out_of_the_book(built):
+    out, _ = built
+    page = text_of((out / "02_at_least_once.html").read_text())
     assert "answer = None" in page  # the starter is there
     assert "SECRET-SOLUTION-OUTPUT" not in page
     assert "inspector.duplicates(t).count()" not in page
     assert "Correct: duplicates is 3" not in page
     assert "left out of the book" in page
+
+
+def test_the_runs_schedule_is_told_but_not_its_paths(built):
+    out, _ = built
+    page = text_of((out / "02_at_least_once.html").read_text())
+    assert 'This run\'s parameters: faults = ["lose_ack"]' in page
+    assert "/home/ci" not in page
 
 
 def test_a_widget_without_a_record_shows_its_text_never_an_empty_box():
@@ -172,12 +193,12 @@ def test_a_widget_without_a_record_shows_its_text_never_an_empty_box():
     assert "FaultPanel: Lose ack" in cell["outputs"][0]["data"]["text/html"]
 
 
-def test_no_page_refers_to_the_network(course: Path, tmp_path: Path):
-    book.build(course, tmp_path / "book")
-    assert book.external_references(tmp_path / "book") == []
-    (tmp_path / "book" / "x.html").write_text(
+def test_no_page_refers_to_the_network(built, tmp_path: Path):
+    out, _ = built
+    assert book.external_references(out) == []
+    (tmp_path / "x.html").write_text(
         "<script src='https://cdn.jsdelivr.net/x.js'></script><a href='https://kafka.apache.org'>")
-    [found] = book.external_references(tmp_path / "book")
+    [found] = book.external_references(tmp_path)
     assert "cdn.jsdelivr.net" in found
 
 
