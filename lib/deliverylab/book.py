@@ -57,7 +57,8 @@ TEMPLATE = "book-chapter.html.j2"
 RESOURCES = Path(__file__).resolve().parent / "resources"
 
 #: An external reference in a page: what makes a page need the network.
-_EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
+_EXTERNAL = re.compile(r"""(?:(?:src|href)\s*=\s*["']?|url\(\s*["']?|@import\s+["'])"""
+                       r"""(?:https?:)?//""", re.I)
 
 
 # --- the chapters of a course folder -------------------------------------------------------
