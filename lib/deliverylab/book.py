@@ -2,7 +2,7 @@
 
 ``python -m deliverylab.book --from results/course --out results/book`` (``make book``)
 turns the notebooks a headless run executed (``make course``, or the chapter tests'
-``tests/test-artifacts/labs``) into a folder of HTML pages: a contents page with each
+``test-artifacts/labs``) into a folder of HTML pages: a contents page with each
 chapter's claim and verdict, one page per chapter with its outputs and plots, a
 sidebar to move between chapters and sections, and a search over every section. No
 chapter is executed again.
@@ -18,7 +18,9 @@ static stand-in built from what the panel recorded after every press
 (:func:`deliverylab.widgets.record_panel`): the press line, the status line, the
 History's last operations. What the book leaves out: cells tagged ``solution`` or
 ``remove-cell`` (exercise solutions), inputs tagged ``remove-input``, outputs tagged
-``remove-output``, and the output of an exercise's self-check (it prints the answer).
+``remove-output``, the output of an exercise's self-check (it prints the answer), and
+the output of a graded exercise (a headless run grades the reference solution): the
+book shows the exercise's starter file instead.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ INJECTED = "injected-parameters"
 _RUN_ONLY = ("results_path",)
 #: A code cell calling this prints the exercise's answer: its output stays out.
 SELF_CHECK = "self_check("
+#: A code cell calling this grades an exercise file: a headless run grades the
+#: reference solution, so its output is replaced by the student's starter.
+GRADE_CALL = "dl.grade("
+_STARTER = re.compile(r"exercises/([\w.-]+\.py)")
 #: Assets copied next to the pages (package resources).
 ASSETS = ("book.css", "book.js")
 TEMPLATE = "book-chapter.html.j2"
@@ -219,7 +225,26 @@ def _stand_in(output: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[st
     return out
 
 
-def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[str, Any]:
+def _note(html_text: str) -> dict[str, Any]:
+    return {"output_type": "display_data", "metadata": {}, "data": {"text/html": html_text}}
+
+
+def starter_note(source: str, labs: Path | None) -> dict[str, Any]:
+    """What the book shows for a graded exercise: the starter file the cell grades."""
+    found = _STARTER.search(source)
+    path = Path(labs) / "exercises" / found.group(1) if labs and found else None
+    intro = ("<p class='dl-book-note'>Graded in the notebook: this cell runs your "
+             + (f"<code>exercises/{html.escape(found.group(1))}</code>" if found else
+                "exercise file") + " under the chapter's faults. The book shows the "
+             "starter, not the reference solution's grade.</p>")
+    if path is None or not path.is_file():
+        return _note(intro)
+    return _note(intro + "<pre class='dl-book-starter'>"
+                 + html.escape(path.read_text(encoding="utf-8")) + "</pre>")
+
+
+def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord],
+            labs: Path | None = None) -> dict[str, Any]:
     """A copy of an executed notebook fit for the book: solutions out, widgets static,
     no widget state (which would pull the widget manager from a CDN)."""
     nb = copy.deepcopy(nb)
@@ -233,11 +258,12 @@ def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[str, Any
             if REMOVE_OUTPUT in tags:
                 cell["outputs"] = []
             elif SELF_CHECK in _source(cell):
-                cell["outputs"] = [{
-                    "output_type": "display_data", "metadata": {},
-                    "data": {"text/html": "<p class='dl-book-note'>The self-check's result "
-                             "is left out of the book: it would give the answer away. Run "
-                             "the chapter to check yours.</p>"}}]
+                cell["outputs"] = [_note(
+                    "<p class='dl-book-note'>The self-check's result is left out of the "
+                    "book: it would give the answer away. Run the chapter to check "
+                    "yours.</p>")]
+            elif GRADE_CALL in _source(cell):
+                cell["outputs"] = [starter_note(_source(cell), labs)]
             else:
                 cell["outputs"] = [o for o in (_stand_in(o, panels)
                                                for o in cell.get("outputs", [])) if o]
@@ -379,13 +405,14 @@ def _footer(chapters: list[Chapter], ch: Chapter) -> str:
 _NAV_SLOT = "<!--dl-book-nav-->"
 
 
-def render_chapter(ch: Chapter, chapters: list[Chapter]) -> tuple[str, list[Section]]:
-    """A chapter's page, and its sections."""
+def render_chapter(ch: Chapter, chapters: list[Chapter],
+                   labs: Path | None = None) -> tuple[str, list[Section]]:
+    """A chapter's page, and its sections (``labs``: where exercise starters are)."""
     import nbformat
 
     executed = json.loads(ch.notebook.read_text(encoding="utf-8"))
     # reads(), not from_dict(): it joins the stored line lists back into strings.
-    nb = nbformat.reads(json.dumps(prepare(executed, ch.panels)), as_version=4)
+    nb = nbformat.reads(json.dumps(prepare(executed, ch.panels, labs)), as_version=4)
     resources = {"book_nav": _NAV_SLOT, "book_banner": _banner(ch, run_parameters(executed)),
                  "book_footer": _footer(chapters, ch), "metadata": {"name": ch.title}}
     body, _ = _exporter().from_notebook_node(nb, resources=resources)
@@ -477,9 +504,14 @@ def _stderr_count(nb_path: Path) -> int:
                if o.get("output_type") == "stream" and o.get("name") == "stderr")
 
 
-def build(source: Path, out: Path, wanted: list[str] | None = None) -> BookReport:
-    """Write the book of the executed chapters in ``source`` into ``out`` (replaced)."""
+def build(source: Path, out: Path, wanted: list[str] | None = None,
+          labs: Path | None = None) -> BookReport:
+    """Write the book of the executed chapters in ``source`` into ``out`` (replaced);
+    exercise starters come from ``labs`` (default: the source tree's ``labs/``)."""
+    from .course import default_labs
+
     chapters = find_chapters(Path(source), wanted)
+    labs = Path(labs) if labs else default_labs()
     out = Path(out)
     if out.exists():
         if not (out / "index.html").exists() and any(out.iterdir()):
@@ -489,7 +521,7 @@ def build(source: Path, out: Path, wanted: list[str] | None = None) -> BookRepor
     out.mkdir(parents=True)
     pages: dict[str, tuple[str, list[Section]]] = {}
     for ch in chapters:
-        body, sections = render_chapter(ch, chapters)
+        body, sections = render_chapter(ch, chapters, labs)
         (out / ch.page).write_text(body, encoding="utf-8")
         pages[ch.page] = (ch.title, sections)
     (out / "index.html").write_text(index_page(chapters), encoding="utf-8")
@@ -515,6 +547,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(default: every executed chapter in --from)")
     parser.add_argument("--from", dest="source", type=Path, default=Path("results/course"),
                         help="folder of executed chapters (default: results/course)")
+    parser.add_argument("--labs", type=Path, default=None,
+                        help="folder of the chapters, for exercise starters (default: labs/)")
     parser.add_argument("--out", type=Path, default=Path("results/book"),
                         help="folder to write the book into, replaced (default: "
                              "results/book)")
@@ -524,7 +558,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        report = build(args.source, args.out, args.chapters)
+        report = build(args.source, args.out, args.chapters, args.labs)
     except ValueError as exc:  # bad_value: one line naming the bad value
         print(f"book: {exc}", file=sys.stderr)
         return 2

@@ -177,6 +177,25 @@ def test_solutions_and_the_answer_stay_out_of_the_book(built):
     assert "left out of the book" in page
 
 
+def test_a_graded_exercise_shows_the_starter_not_the_reference_grade(tmp_path: Path):
+    labs = tmp_path / "labs"
+    (labs / "exercises").mkdir(parents=True)
+    (labs / "exercises" / "02_consume_loop.py").write_text(
+        "def consume(consumer):\n    # TODO: commit after processing\n    ...\n")
+    nb = {"metadata": {}, "cells": [code(
+        "# Grades your exercises/02_consume_loop.py (or the `solution` parameter)\n"
+        "graded = dl.grade('02', solution or None)\n",
+        [stream("reference_02.py: 6/6 cells passed\n")])]}
+    [cell] = book.prepare(nb, {}, labs)["cells"]
+    [out] = cell["outputs"]
+    shown = out["data"]["text/html"]
+    assert "reference_02.py" not in shown
+    assert "# TODO: commit after processing" in shown
+    assert "<code>exercises/02_consume_loop.py</code>" in shown
+    [cell] = book.prepare(nb, {}, tmp_path / "elsewhere")["cells"]  # no starter file
+    assert "Graded in the notebook" in cell["outputs"][0]["data"]["text/html"]
+
+
 def test_the_runs_schedule_is_told_but_not_its_paths(built):
     out, _ = built
     page = text_of((out / "02_at_least_once.html").read_text())
