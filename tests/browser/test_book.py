@@ -66,7 +66,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory, artifacts: str) -> Path:
 
 @pytest.fixture(scope="module")
 def built(executed: Path, artifacts: str) -> Path:
-    out = Path(artifacts) / "book"
+    out = Path(artifacts).resolve() / "book"
     if out.exists():
         shutil.rmtree(out)
     report = book.build(executed, out, list(CHAPTERS))
@@ -92,7 +92,7 @@ def _offline(page, requests: list[str]) -> None:
 
 def test_three_chapters_read_offline_with_plots_presses_and_no_stderr(
         built: Path, page, artifacts: str):
-    shots = Path(artifacts) / "book"
+    shots = Path(artifacts).resolve() / "book"
     requests: list[str] = []
     _offline(page, requests)
     page.goto((built / "index.html").as_uri())
