@@ -5,7 +5,7 @@ into a book; Chromium opens it from the folder with every network request refuse
 recorded. Each chapter page must show its plots (images that decoded), its panels'
 recorded presses (not an empty box), the claim's verdict, and no stderr box; the
 sidebar and the search must work. Screenshots of the three pages land in
-``test-artifacts/book/``.
+``test-artifacts/book-screenshots/`` (the book itself in ``test-artifacts/book/``).
 
 Cost: the executed chapters are reused from ``test-artifacts/labs/`` when the chapter
 tests left them there from the current notebooks and library (newer than both), as in
@@ -92,7 +92,8 @@ def _offline(page, requests: list[str]) -> None:
 
 def test_three_chapters_read_offline_with_plots_presses_and_no_stderr(
         built: Path, page, artifacts: str):
-    shots = Path(artifacts).resolve() / "book"
+    shots = Path(artifacts).resolve() / "book-screenshots"
+    shots.mkdir(exist_ok=True)
     requests: list[str] = []
     _offline(page, requests)
     page.goto((built / "index.html").as_uri())
