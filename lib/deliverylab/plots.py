@@ -194,6 +194,7 @@ def timeline(
             ax.text(0.99, 0.02, f"{len(missing)} {label}(s) have no send in this History",
                     transform=ax.transAxes, ha="right", fontsize=8, color=color)
 
+    labels = []
     for fault in fault_rows:
         start, name = _field(fault, "time"), _field(fault, "name", "fault")
         if start is None:
@@ -204,12 +205,17 @@ def timeline(
         if end is not None:
             ax.axvspan(start, end, color=COLORS["fault"], alpha=0.15, zorder=0)
         ax.axvline(start, color=COLORS["fault"], linestyle="--", linewidth=1.2, zorder=1)
-        # A fault's description can be a sentence: rotated, it would be taller than the
-        # axes and collapse the layout. Cut it short, and keep it out of the layout.
-        label = str(name) if len(str(name)) <= 32 else str(name)[:31] + "\u2026"
+        labels.append((start, str(name)))
+    # A fault's description can be a sentence: rotated, it would be taller than the axes
+    # and collapse the layout. Cut short, horizontal, out of the layout; on the line's
+    # left when the line is near the right edge (else it runs into the legend).
+    lo, hi = ax.get_xlim()
+    for start, name in labels:
+        label = name if len(name) <= 32 else name[:31] + "\u2026"
+        right = hi > lo and (start - lo) / (hi - lo) > 0.7
         ax.annotate(label, (start, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(3, -3), textcoords="offset points", va="top", ha="left",
-                    fontsize=8, color=COLORS["fault"],
+                    xytext=(-3 if right else 3, -3), textcoords="offset points", va="top",
+                    ha="right" if right else "left", fontsize=8, color=COLORS["fault"],
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
                           "pad": 1}).set_in_layout(False)
 

@@ -66,3 +66,14 @@ def test_a_fault_with_a_sentence_for_detail_neither_collapses_the_plot_nor_hides
     assert [str(w.message) for w in caught] == []
     [ax] = fig.axes
     assert [t.get_text() for t in ax.texts] == ["Lose an ack"]  # the button's label
+
+
+def test_a_fault_near_the_right_edge_is_labelled_on_the_lines_left():
+    """Else its label runs past the axes into the legend (chapter 09's held request)."""
+    h = History()
+    h.append(Op("nemesis", "fault", "ok", 0.1, detail="Hold a request"))
+    h.append(Op("idempotent", "send", "ok", 3.6, ("idempotent:1",), "t", 0, 0))
+    h.append(Op("nemesis", "fault", "ok", 3.6, detail="Release held request"))
+    [ax] = plots.timeline(h).axes
+    assert [(t.get_text(), t.get_horizontalalignment()) for t in ax.texts] == [
+        ("Hold a request", "left"), ("Release held request", "right")]
