@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import book, course
+from deliverylab.classroom import book, course
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = ROOT / "labs"
