@@ -1,7 +1,7 @@
 """The course as a book: the executed chapters as one static site that opens offline.
 
-``python -m deliverylab.classroom.book --from results/course --out results/book`` (``make book``)
-turns the notebooks a headless run executed (``make course``, or the chapter tests'
+``python -m deliverylab.classroom.book --from results/course --out results/book``
+(``make book``) turns the notebooks a headless run executed (``make course``, or the chapter tests'
 ``test-artifacts/labs``) into a folder of HTML pages: a contents page with each
 chapter's claim and verdict, one page per chapter with its outputs and plots, a
 sidebar to move between chapters and sections, and a search over every section. No
@@ -9,14 +9,15 @@ chapter is executed again.
 
 Why a static site built with nbconvert rather than Jupyter Book 2 / MyST: the lab
 already renders chapters with nbconvert (``course.py``), the site must open from a
-folder with no network (MyST's HTML build fetches its theme at build time and its
-pages, like nbconvert's default template, load widget and math scripts from a CDN),
-and the hard part -- the failure buttons -- cannot be rendered from widget state
-anyway: a headless run's panel is closed at the chapter's end, so its state is gone,
-and a live widget in a static page does nothing. Instead each panel is replaced by a
-static stand-in built from what the panel recorded after every press
-(:func:`deliverylab.notebook.widgets.record_panel`): the press line, the status line, the
-History's last operations. What the book leaves out: cells tagged ``solution`` or
+folder with no network (MyST's HTML build runs a theme it downloads the first time,
+jupyter-book/mystmd#131; nbconvert's default template loads require.js, MathJax and
+the widget manager from a CDN, which this one leaves out), and the hard part -- the
+failure buttons -- cannot be rendered from widget state anyway: a headless run's
+panel is closed at the chapter's end, so its state is gone, and a live widget in a
+static page does nothing. Instead each panel is replaced by a static stand-in built
+from what the panel recorded after every press
+(:func:`deliverylab.notebook.record.record_panel`): the press line, the status line,
+the History's last operations. What the book leaves out: cells tagged ``solution`` or
 ``remove-cell`` (exercise solutions), inputs tagged ``remove-input``, outputs tagged
 ``remove-output``, the output of an exercise's self-check (it prints the answer), and
 the output of a graded exercise (a headless run grades the reference solution): the
