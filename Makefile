@@ -18,7 +18,7 @@ export PIP_NO_INDEX := 1
 export PIP_FIND_LINKS := $(abspath $(BUNDLE))/wheels
 endif
 
-.PHONY: setup lab test test-cold lint course matrix clean-cache clean doctor bundle
+.PHONY: setup lab test test-cold lint course book matrix clean-cache clean doctor bundle
 
 setup: $(CACHE)
 
@@ -66,6 +66,14 @@ test-cold:
 BACKEND ?=
 course: setup
 	$(BIN)/python -m deliverylab.classroom.course --out results/course $(if $(BACKEND),--backend $(BACKEND))
+
+# The course as a static book (contents, a page per chapter, search) that opens offline,
+# from the chapters `make course` executed: nothing runs again. COURSE=folder builds it
+# from other executed chapters (e.g. test-artifacts/labs after the chapter tests).
+COURSE ?= results/course
+BOOK   ?= results/book
+book: $(DEPS)
+	$(BIN)/python -m deliverylab.classroom.book --from $(COURSE) --out $(BOOK)
 
 # The full anomaly matrix (a benchmark: hours on 2 cores); SEEDS/VALUES shrink it,
 # STAGES=python (or spark) runs one processing stage only.

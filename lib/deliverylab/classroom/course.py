@@ -29,6 +29,9 @@ from typing import Any
 
 from ..errors import bad_value
 
+#: notebook.record.RECORD_ENV, spelled here so that the course imports no ipywidgets.
+RECORD_ENV = "DELIVERYLAB_PANEL_RECORD"
+
 #: The papermill schedule of each chapter: what a headless run presses. Chapters that
 #: are not listed run with their own defaults.
 HEADLESS: dict[str, dict[str, Any]] = {
@@ -171,14 +174,24 @@ def run_chapter(chapter: str, out: Path, labs: Path | None = None, small: bool =
     results_path.unlink(missing_ok=True)  # never report a previous run's verdict
     executed = out / f"{chapter}.ipynb"
     params = {**parameters(chapter, small, results_path), **(extra or {})}
+    # What each failure button showed after each press, for the book (notebook/record.py).
+    panels = out / f"{chapter}.panels.jsonl"
+    panels.unlink(missing_ok=True)
     t0 = time.monotonic()
     error = None
+    before = os.environ.get(RECORD_ENV)
+    os.environ[RECORD_ENV] = str(panels)  # the kernel inherits it
     try:
         pm.execute_notebook(str(source), str(executed), parameters=params,
                             kernel_name=kernel, cwd=str(out), progress_bar=False,
                             execution_timeout=CELL_TIMEOUT, request_save_on_cell_execute=True)
     except Exception as exc:  # papermill's execution errors and kernel deaths alike
         error = _first_line(exc)
+    finally:
+        if before is None:
+            os.environ.pop(RECORD_ENV, None)
+        else:
+            os.environ[RECORD_ENV] = before
     wall = time.monotonic() - t0
     results = None
     if results_path.is_file():

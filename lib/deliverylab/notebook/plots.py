@@ -10,6 +10,8 @@ choice). ``save=`` also writes it to a file (format from the suffix: .png, .svg,
 from __future__ import annotations
 
 import io
+import logging
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from matplotlib.patches import Patch, Rectangle
 from .. import matrix as M
 from ..checker import ANOMALIES
 from ..errors import bad_value
+from ..faults import FAULTS
 from ..history import History, Op
 
 # One color per meaning, shared by both figures (colorblind-safe Okabe-Ito palette).
@@ -40,12 +43,51 @@ COLORS = {
 }
 
 
+log = logging.getLogger(__name__)
+
+#: matplotlib's warning when a figure is too small for its decorations (a tall legend
+#: beside few lanes): the axes would collapse, so the layout is skipped.
+_COLLAPSED = "constrained_layout not applied"
+
+
+def save_legibly(fig: Figure, target: Any, tries: int = 3, **kwargs: Any) -> None:
+    """``fig.savefig(target)``, made taller while its layout collapses.
+
+    Why: matplotlib then skips the layout and warns ("constrained_layout not
+    applied..."), which prints as a red box in the student's cell and leaves a squashed
+    plot. A figure that still collapses after ``tries`` is saved as it is, and the
+    warning goes to this module's logger, not into the cell."""
+    for attempt in range(tries):
+        if hasattr(target, "seek"):
+            target.seek(0)
+            target.truncate()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig.savefig(target, **kwargs)
+        collapsed = [w for w in caught if _COLLAPSED in str(w.message)]
+        for w in caught:
+            if w not in collapsed:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if not collapsed:
+            return
+        if attempt + 1 < tries:
+            fig.set_figheight(fig.get_figheight() * 1.5)
+        else:
+            log.info("figure %r: %s", fig, collapsed[0].message)
+
+
+def fit_legend(fig: Figure, entries: int, per_entry: float = 0.2) -> None:
+    """Make ``fig`` at least as tall as a legend of ``entries`` lines beside it (font
+    size 8 takes about 0.2 in a line), plus the title and the axis label."""
+    fig.set_figheight(max(fig.get_figheight(), 1.2 + per_entry * entries))
+
+
 class LabFigure(Figure):
     """A Figure that IPython can show by itself (no pyplot, no inline backend needed)."""
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+        save_legibly(self, buf, format="png", dpi=100, bbox_inches="tight")
         return buf.getvalue()
 
 
@@ -55,7 +97,7 @@ def finish(fig: Figure, save: str | Path | None) -> Figure:
     if save is not None:
         path = Path(save)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        save_legibly(fig, path, dpi=120, bbox_inches="tight")
     return fig
 
 
@@ -117,7 +159,10 @@ def timeline(
     ops = [op for op in everything if op.kind != "fault"]
     dup, gone = _values(duplicates), _values(lost)
     if faults is None:
-        faults = [{"time": op.time, "name": op.detail or op.fault}
+        # The fault's button label names it at a glance ("Lose an ack"); its detail
+        # (a sentence) is in the panel's log.
+        faults = [{"time": op.time, "name": FAULTS[op.fault].label if op.fault in FAULTS
+                   else op.detail or op.fault}
                   for op in everything if op.kind == "fault"]
     fault_rows = _rows(faults)
     senders = {op.process for op in ops if op.kind == "send"}
@@ -155,6 +200,7 @@ def timeline(
             ax.text(0.99, 0.02, f"{len(missing)} {label}(s) have no send in this History",
                     transform=ax.transAxes, ha="right", fontsize=8, color=color)
 
+    labels = []
     for fault in fault_rows:
         start, name = _field(fault, "time"), _field(fault, "name", "fault")
         if start is None:
@@ -165,9 +211,19 @@ def timeline(
         if end is not None:
             ax.axvspan(start, end, color=COLORS["fault"], alpha=0.15, zorder=0)
         ax.axvline(start, color=COLORS["fault"], linestyle="--", linewidth=1.2, zorder=1)
-        ax.annotate(str(name), (start, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(3, -3), textcoords="offset points", rotation=90, va="top",
-                    fontsize=8, color=COLORS["fault"])
+        labels.append((start, str(name)))
+    # A fault's description can be a sentence: rotated, it would be taller than the axes
+    # and collapse the layout. Cut short, horizontal, out of the layout; on the line's
+    # left when the line is near the right edge (else it runs into the legend).
+    lo, hi = ax.get_xlim()
+    for start, name in labels:
+        label = name if len(name) <= 32 else name[:31] + "\u2026"
+        right = hi > lo and (start - lo) / (hi - lo) > 0.7
+        ax.annotate(label, (start, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(-3 if right else 3, -3), textcoords="offset points", va="top",
+                    ha="right" if right else "left", fontsize=8, color=COLORS["fault"],
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
+                          "pad": 1}).set_in_layout(False)
 
     ax.set_yticks(range(len(processes)), processes)
     ax.set_ylim(-0.7, max(len(processes), 1) - 0.3)
@@ -182,6 +238,7 @@ def timeline(
     if handles:
         ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8,
                   frameon=False)
+        fit_legend(fig, len(handles))
     if not ops:
         ax.text(0.5, 0.5, "empty History", transform=ax.transAxes, ha="center")
     return finish(fig, save)
@@ -297,6 +354,7 @@ def offset_strips(
                for k in shown],
               [f"{legend[k]} ({counts[k]})" for k in shown],
               loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    fit_legend(fig, len(shown))
     ax.set_title(title or "Offsets per partition: records, markers, aborted records")
     if not partitions:
         ax.text(0.5, 0.5, "no offsets", transform=ax.transAxes, ha="center")

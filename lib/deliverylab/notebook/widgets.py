@@ -38,6 +38,7 @@ from ..errors import bad_value
 from ..faults import FAULTS
 from ..history import History
 from ..nemesis import CLUSTER_FAULTS
+from .record import record_panel
 
 #: Button colours ipywidgets knows (``button_style``).
 BUTTON_STYLES = ("primary", "success", "info", "warning", "danger", "")
@@ -315,7 +316,8 @@ class FaultPanel(W.VBox):
         self.status.add_class("dl-status")
         self.output = W.HTML(value=_log_html(self.lines))
         self.output.add_class("dl-log")
-        heading = W.HTML(f"<b>{html.escape(title or 'Failure buttons')}</b>"
+        self.title_text = title or "Failure buttons"
+        heading = W.HTML(f"<b>{html.escape(self.title_text)}</b>"
                          + (f" &middot; topic <code>{html.escape(topic)}</code>" if topic
                             else ""))
         row = W.HBox([*self.buttons.values(), self.refresh_button],
@@ -325,6 +327,7 @@ class FaultPanel(W.VBox):
         self.add_class("dl-fault-panel")
         _PANELS.add(self)
         self.refresh()
+        record_panel(self, "shown")
         if auto_refresh:
             self.start_auto_refresh(auto_refresh)
 
@@ -364,6 +367,7 @@ class FaultPanel(W.VBox):
                 self.lines.append(press.line())
                 self._set_busy(False)
         self.refresh()
+        record_panel(self, "press", press)
         if press.error is not None and raise_errors:
             raise press.error
         return press

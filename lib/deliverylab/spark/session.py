@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -228,6 +232,37 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
         return _session
 
 
+def jvm_log() -> Path:
+    """Where this Python process's Spark JVM writes its own output (see _jvm_output)."""
+    return Path(tempfile.gettempdir()) / f"deliverylab-spark-{os.getpid()}.log"
+
+
+@contextmanager
+def _jvm_output(log: Path) -> Iterator[Path]:
+    """Point file descriptors 1 and 2 at ``log`` while pyspark launches its JVM.
+
+    Why: the gateway JVM inherits them, and the kernel copies whatever reaches them into
+    the student's cell as red stderr -- "WARNING: Using incubator modules:
+    jdk.incubator.vector", "Setting default log level to WARN", none of which a student
+    can act on. Launched with the log as its fds, the JVM writes there for its whole
+    life; ours are restored as soon as it is up. Python's own ``print`` does not go
+    through these fds in a kernel, so the lab's messages still reach the cell.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield log
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
 def _start(master: str, conf: dict[str, str]) -> SparkSession:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
@@ -293,7 +328,8 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
     # A JVM launched earlier in this process (a session started, then stopped) keeps
     # the classpath it was launched with: spark.jars cannot reach its driver any more.
     relaunch = SparkContext._gateway is not None
-    spark = builder.getOrCreate()
+    with _jvm_output(jvm_log()) as log:
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not _has_connector(spark):
         spark.stop()
@@ -306,7 +342,8 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
             f"Spark started but cannot load Kafka's connector ({_KAFKA_PROVIDER}) from "
             f"{connector}: the cached jar may be damaged; delete {connector.parent} and "
             "run `make setup` again")
-    _say(f"Spark {spark.version} ready in {time.monotonic() - t0:.1f} s")
+    _say(f"Spark {spark.version} ready in {time.monotonic() - t0:.1f} s "
+         f"(its JVM's messages: {log})")
     return spark
 
 
