@@ -42,7 +42,13 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                    and o["crash_pipeline_extra"] >= 1
                                    and o["stall_redone"] >= 1
                                    and o["stall_rejected_commits"] >= 1
-                                   and o["lost"] == 0 and o["pipeline_missing"] == 0),
+                                   and o["lost"] == 0 and o["pipeline_missing"] == 0
+                                   # the default (auto-committing) consumer loses the rest
+                                   # of its batch; storing after processing loses nothing
+                                   and o["autocommit_default_missing"] >= 1
+                                   and o["autocommit_default_committed"]
+                                   > o["autocommit_stored_committed"]
+                                   and o["autocommit_stored_missing"] == 0),
     "03_idempotent_producer": lambda o: (o["plain_copies"] == 2 and o["idempotent_copies"] == 1
                                          and o["acks_lost_by_buttons"] >= 1
                                          and o["stream_duplicates"] == 0
