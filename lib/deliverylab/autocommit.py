@@ -38,6 +38,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from . import values as V
 from .checker import pipeline_exactly_once
 from .clients import config
 from .errors import LabError, bad_value
@@ -74,6 +75,11 @@ class AutoCommitCrash:
                 f"{len(self.twice)} processed twice")
 
 
+def _vid(msg: Any) -> str:
+    """The lab's name of a record's value (``producer:seq``), as the Checker reports it."""
+    return str(V.decode(msg.value()))
+
+
 def _committed(consumer: Consumer, topic: str) -> int:
     return consumer.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
 
@@ -108,8 +114,8 @@ def crash_instance(bootstrap: str, source: str, sink: str, group: str, store: st
         time.sleep(0.2)
         committed = _committed(consumer, source)
     state.write_text(json.dumps({
-        "handed": [m.value().decode() for m in handed],
-        "processed": [m.value().decode() for m in handed[:process]],
+        "handed": [_vid(m) for m in handed],
+        "processed": [_vid(m) for m in handed[:process]],
         "committed": committed, "waited_s": time.monotonic() - started}))
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -138,7 +144,7 @@ def _successor(bootstrap: str, source: str, sink: str, group: str) -> list[str]:
                 if msg.error():
                     continue
                 producer.produce(sink, msg.value(), partition=0)
-                done.append(msg.value().decode())
+                done.append(_vid(msg))
                 position = msg.offset() + 1
         producer.flush(30)
     finally:

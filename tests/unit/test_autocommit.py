@@ -23,3 +23,13 @@ def test_the_two_stores_differ_only_in_the_offset_store():
     assert autocommit.STORES["default"] == {}
     assert autocommit.STORES["after_processing"] == {"enable.auto.offset.store": False}
     assert "enable.auto.commit" not in autocommit.START
+
+
+def test_values_are_named_as_the_checker_names_them():
+    from deliverylab import values as V
+
+    class Msg:
+        def value(self):
+            return V.encode("orders", 4)
+
+    assert autocommit._vid(Msg()) == "orders:4"
