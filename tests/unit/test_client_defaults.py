@@ -7,7 +7,8 @@ from deliverylab import client_defaults as cd
 
 JAVA_HTML = """
 <li>
-<h4><a id="enable.auto.commit"></a><a id="consumerconfigs_enable.auto.commit" href="#x">enable.auto.commit</a></h4>
+<h4><a id="enable.auto.commit"></a><a id="consumerconfigs_enable.auto.commit" href="#x">
+enable.auto.commit</a></h4>
 <p>If true the consumer's offset will be periodically committed in the background.</p>
 <table><tbody>
 <tr><th>Type:</th><td>boolean</td></tr>
@@ -15,7 +16,8 @@ JAVA_HTML = """
 </tbody></table>
 </li>
 <li>
-<h4><a id="isolation.level"></a><a id="consumerconfigs_isolation.level" href="#y">isolation.level</a></h4>
+<h4><a id="isolation.level"></a><a id="consumerconfigs_isolation.level" href="#y">
+isolation.level</a></h4>
 <table><tbody>
 <tr><th>Default:</th><td>read_uncommitted</td></tr>
 </tbody></table>
