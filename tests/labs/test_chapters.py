@@ -94,6 +94,9 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
     "07_exactly_once_sources": lambda o: (o["predicted"] == o["lines"]
                                           == o["kill_duplicates"] == o["spark_kill_duplicates"]
                                           and o["term_duplicates"] == 0
+                                          # a mid-stream kill: predicted from the position
+                                          # committed before it, found in the topic
+                                          and o["window_found"] == o["window_predicted"]
                                           and o["eos_kill_duplicates"] == 0
                                           and o["eos_kill_missing"] == 0
                                           and o["open_committed_duplicates"] == 0
