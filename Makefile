@@ -18,7 +18,7 @@ export PIP_NO_INDEX := 1
 export PIP_FIND_LINKS := $(abspath $(BUNDLE))/wheels
 endif
 
-.PHONY: setup lab test lint course matrix clean-cache clean doctor bundle
+.PHONY: setup lab test test-cold lint course matrix clean-cache clean doctor bundle
 
 setup: $(CACHE)
 
@@ -55,6 +55,11 @@ test: setup lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not solo" $(PYTEST_ARGS) \
 		|| [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -m solo $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+# make test as on a machine that has never run the lab (what CI runs): an empty private
+# cache and image tags of its own, removed afterwards (scripts/cold-run.sh says why).
+test-cold:
+	bash scripts/cold-run.sh $(MAKE) test
 
 # Every chapter headless (papermill) into results/course/ + HTML, then one summary table.
 # BACKEND=docker runs every chapter's brokers in containers, BACKEND=local as JVMs.

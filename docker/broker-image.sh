@@ -8,10 +8,13 @@
 #     mirror this machine's apt already uses (docker/debian-base.sh, shared with the lab
 #     image; cached as a tarball: the slow part), and
 #   * the very Kafka jars the local backend runs (the lab's cache, `make setup`).
-# A second run finds the image (its label records the inputs) and does nothing.
+# A second run finds the image (its label records the inputs: the jars' contents and
+# modes, the scripts, the JVM options) and does nothing.
 #
 #   docker/broker-image.sh            build if needed; prints the image name last
 #   DEBIAN_MIRROR=http://... docker/broker-image.sh     use another mirror
+#   DELIVERYLAB_IMAGE_SUFFIX=-x ...    tag this image and its base ...:<tag>-x (a CI run
+#                                      builds its own from nothing, then removes them)
 # Needs root (debootstrap) the first time, a running engine (docker/engine.sh).
 set -euo pipefail
 
@@ -22,22 +25,25 @@ PY="${PYTHON:-$ROOT/.venv/bin/python}"
 KAFKA_VERSION="$("$PY" -c 'from deliverylab import jars; print(jars.KAFKA_VERSION)')"
 LIBS="$("$PY" -c 'from deliverylab import jars; print(jars.kafka_libs())')"
 LOG4J="$("$PY" -c 'from deliverylab import jars; print(jars.log4j_config())')"
-IMAGE="${DELIVERYLAB_BUILD_IMAGE:-deliverylab/kafka:$KAFKA_VERSION}"
+SUFFIX="${DELIVERYLAB_IMAGE_SUFFIX:-}"
+IMAGE="${DELIVERYLAB_BUILD_IMAGE:-deliverylab/kafka:$KAFKA_VERSION$SUFFIX}"
 SUITE=bookworm
 ARCH="$(dpkg --print-architecture 2>/dev/null || uname -m)"
 CACHE="${DELIVERYLAB_CACHE:-$HOME/.cache/deliverylab}/docker"
-BASE="deliverylab/debian-jre:17-$SUITE"
+BASE="deliverylab/debian-jre:17-$SUITE$SUFFIX"
 
 mkdir -p "$CACHE"
 say() { echo "broker image: $*" >&2; }
 fail() { echo "broker image: $*" >&2; exit 1; }
 
-# What the image is made of; the image carries it as a label, so a change rebuilds. The
-# broker's JVM options are in it: the class archive is recorded with them, and a JVM
-# started with other GC options cannot map it. (The entry script and the configuration
-# are not in the image: docker.py copies them into each container it creates.)
+# What the image is made of; the image carries it as a label, so a change rebuilds: the
+# jars' contents and modes (names alone let an image built from unreadable 0600 jars
+# live on), the scripts, and the broker's JVM options (the class archive is recorded
+# with them, and a JVM started with other GC options cannot map it). The entry script
+# and the configuration are not in the image: docker.py copies them into each container.
 OPTS="$("$PY" -c 'from deliverylab.cluster.local import BROKER_JVM_OPTS as o; print(" ".join(o))')"
-inputs="$( (cd "$LIBS" && ls ./*.jar) | sha256sum | cut -c1-16)-$( (cat "$LOG4J" "$0" "$HERE/debian-base.sh"; echo "$OPTS") | sha256sum | cut -c1-16)"
+jars="$(cd "$LIBS" && sha256sum ./*.jar && stat -c '%n %a' ./*.jar)"
+inputs="$(echo "$jars" | sha256sum | cut -c1-16)-$( (cat "$LOG4J" "$0" "$HERE/debian-base.sh"; echo "$OPTS") | sha256sum | cut -c1-16)"
 have="$(docker image inspect -f '{{index .Config.Labels "deliverylab.inputs"}}' "$IMAGE" 2>/dev/null || true)"
 if [ "$have" = "$inputs" ]; then
     say "$IMAGE is up to date"
@@ -53,6 +59,9 @@ trap 'rm -rf "$ctx"' EXIT
 cp -r "$LIBS" "$ctx/libs"
 rm -f "$ctx/libs/.complete" "$ctx"/libs/.*.part
 cp "$LOG4J" "$ctx/log4j2.properties"
+# The broker runs as uid 1000 and the files are root's in the image: whatever modes the
+# cache gave them (an earlier set-up wrote 0600 jars), everyone may read them there.
+chmod -R a+rX "$ctx"
 # A one-node configuration from the lab's generator, to record the class archive with.
 "$PY" - "$ctx" <<'PYEOF'
 import sys
@@ -97,7 +106,8 @@ COPY record-archive.sh /opt/kafka/record-archive.sh
 ENV PATH=/usr/lib/jvm/java-17-openjdk-$ARCH/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
     LANG=C.UTF-8
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /opt/kafka appuser \\
- && sh /opt/kafka/record-archive.sh && rm /opt/kafka/record-archive.sh
+ && sh /opt/kafka/record-archive.sh && rm /opt/kafka/record-archive.sh \\
+ && chmod -R a+rX /opt/kafka
 USER 1000
 WORKDIR /opt/kafka
 LABEL deliverylab.inputs="$inputs" deliverylab.kafka-version="$KAFKA_VERSION"

@@ -14,6 +14,8 @@
 #
 #   docker/lab-image.sh        build if needed; prints the image name last
 # DELIVERYLAB_LAB_BASE=<image> builds on that base with PyPI (what compose does).
+# DELIVERYLAB_IMAGE_SUFFIX=-x tags this image and its local base ...:<tag>-x (a CI run
+# builds its own from nothing, then removes them).
 # Needs root (debootstrap) the first time without a base, and a running engine.
 set -euo pipefail
 
@@ -21,10 +23,11 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || PY="$(command -v python3)"
-IMAGE="${DELIVERYLAB_LAB_IMAGE:-deliverylab/lab:latest}"
+SUFFIX="${DELIVERYLAB_IMAGE_SUFFIX:-}"
+IMAGE="${DELIVERYLAB_LAB_IMAGE:-deliverylab/lab:latest$SUFFIX}"
 SUITE=bookworm
 CACHE="${DELIVERYLAB_CACHE:-$HOME/.cache/deliverylab}/docker"
-LOCAL_BASE="deliverylab/debian-lab:$SUITE"
+LOCAL_BASE="deliverylab/debian-lab:$SUITE$SUFFIX"
 PACKAGES=openjdk-17-jre-headless,python3,python3-venv,docker.io,make,procps,ca-certificates
 
 mkdir -p "$CACHE"
@@ -38,12 +41,15 @@ fi
 OFFLINE=0
 [ -n "$BASE" ] || { BASE="$LOCAL_BASE"; OFFLINE=1; }
 
-# What the image is made of: the course's files, the Dockerfile, the scripts that build
-# it (this one included: a change to how it builds rebuilds it), the base.
-inputs="$(cd "$ROOT" && find pyproject.toml README.md lib labs docker/lab.Dockerfile \
-    docker/lab-entry.sh docker/lab-image.sh docker/debian-base.sh -type f \
-    -not -path '*/__pycache__/*' -not -path '*.egg-info/*' -not -path '*/.ipynb_checkpoints/*' \
-    -print0 | sort -z | xargs -0 sha256sum \
+# What the image is made of: the course's files (contents and modes), the Dockerfile,
+# the scripts that build it (this one included: a change to how it builds rebuilds it),
+# the base.
+sources() {
+    find pyproject.toml README.md lib labs docker/lab.Dockerfile docker/lab-entry.sh \
+        docker/lab-image.sh docker/debian-base.sh -type f -not -path '*/__pycache__/*' \
+        -not -path '*.egg-info/*' -not -path '*/.ipynb_checkpoints/*' -print0 | sort -z
+}
+inputs="$(cd "$ROOT" && { sources | xargs -0 sha256sum; sources | xargs -0 stat -c '%n %a'; } \
     | sha256sum | cut -c1-16)-$(echo "$BASE $OFFLINE" | sha256sum | cut -c1-8)"
 have="$(docker image inspect -f '{{index .Config.Labels "deliverylab.inputs"}}' "$IMAGE" 2>/dev/null || true)"
 if [ "$have" = "$inputs" ]; then
@@ -99,7 +105,7 @@ build() {
         || fail "docker build failed (log: $CACHE/lab-build.log): $(tail -1 "$CACHE/lab-build.log")"
 }
 old="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
-build --target install -t "$repo:install"
+build --target install -t "$repo:install$SUFFIX"
 build -t "$IMAGE" --label "deliverylab.inputs=$inputs"
 # Not forced: an image a container still uses, or one tagged elsewhere too, stays.
 new="$(docker image inspect -f '{{.Id}}' "$IMAGE")"

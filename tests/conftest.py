@@ -55,14 +55,20 @@ def artifacts() -> str:
 # --- Docker: an engine and the broker image, made to exist once per session ----------
 
 
-def _script(name: str, timeout: float) -> subprocess.CompletedProcess:
+def _script(name: str, timeout: float, **env: str) -> subprocess.CompletedProcess:
     """Run a docker/ script, one test process at a time: under ``pytest -n`` two workers
     would otherwise both start a dockerd, or build the same image side by side."""
     with open(Path(tempfile.gettempdir()) / "deliverylab-tests-docker.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         return subprocess.run(["bash", str(DOCKER_DIR / name)], capture_output=True,
                               text=True, timeout=timeout,
-                              env={**os.environ, "PYTHON": sys.executable})
+                              env={**os.environ, "PYTHON": sys.executable, **env})
+
+
+@pytest.fixture(scope="session")
+def docker_script():
+    """:func:`_script` for tests that build an image of their own (under the same lock)."""
+    return _script
 
 
 def _last_line(text: str) -> str:
@@ -72,9 +78,12 @@ def _last_line(text: str) -> str:
 
 @pytest.fixture(scope="session")
 def engine() -> str:
-    """A Docker engine that answers, started here if need be; skip only if it cannot."""
+    """A Docker engine that answers, started here if need be. Skip only if it cannot, and
+    never in CI (``CI`` set): there a skip would hide the container path's cold start."""
     proc = _script("engine.sh", timeout=600)
     if proc.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs a Docker engine: {_last_line(proc.stderr or proc.stdout)}")
         pytest.skip(_last_line(proc.stderr or proc.stdout))
     return _last_line(proc.stdout)
 
@@ -82,8 +91,9 @@ def engine() -> str:
 @pytest.fixture(scope="session")
 def broker_image(engine: str) -> Iterator[str]:
     """The broker image: ``$DELIVERYLAB_KAFKA_IMAGE`` or apache/kafka if there, else the
-    lab's own from ``docker/broker-image.sh`` (a no-op when its inputs are unchanged; the
-    root filesystem is cached, so only the first run on a machine takes minutes)."""
+    lab's own from ``docker/broker-image.sh``, run every session: a no-op when its inputs
+    (the jars' contents and modes, the scripts) are unchanged, a rebuild when they
+    changed. The root filesystem is cached, so only a machine's first run takes minutes."""
     image = os.environ.get(dk.IMAGE_ENV) or dk.default_image()
     if not dk.image_present(image):
         proc = _script("broker-image.sh", timeout=1800)

@@ -10,6 +10,9 @@ Ctrl-C, a Wi-Fi that drops, a corporate mirror), so the rules are written once h
 * each file is written to a hidden ``.part`` file beside its final name, its sha256
   compared with the pin, then renamed: an interrupted download never leaves a file a
   later run would trust, and a cached file whose checksum differs is fetched again;
+* a jar gets the mode the user's umask asks for (``mkstemp`` makes its file 0600, and
+  a cache of 0600 jars copied into an image is unreadable by the broker's user there);
+  a cached jar with another mode is given it back on the next check;
 * with no repository reachable, the error names the missing files and the two ways
   out (the network once, or ``make setup BUNDLE=...``).
 """
@@ -101,6 +104,39 @@ def _check_scheme(url: str) -> None:
                           f"Maven settings or ${REPO_ENV}")
 
 
+def umask() -> int:
+    """This process's umask, read without changing it where Linux says it (``Umask:``
+    in /proc/self/status); elsewhere set and put back at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a new regular file gets from ``open()`` under this umask."""
+    return 0o666 & ~umask()
+
+
+def fix_modes(folder: Path) -> list[Path]:
+    """Give the jars in ``folder`` the umask's mode where it differs (a cache written by
+    an earlier version holds 0600 jars). Returns the files changed."""
+    mode, changed = file_mode(), []
+    for jar in folder.glob("*.jar"):
+        try:
+            if jar.stat().st_mode & 0o777 != mode:
+                jar.chmod(mode)
+                changed.append(jar)
+        except OSError:
+            pass  # not ours to change (a shared read-only cache): reading still works
+    return changed
+
+
 def fetch_one(url: str, dest: Path, jar: Jar,
               progress: Callable[[int], None] = lambda n: None) -> None:
     """Download ``url`` to ``dest`` if and only if it matches the pin (size and sha256).
@@ -126,6 +162,7 @@ def fetch_one(url: str, dest: Path, jar: Jar,
                 f"{digest.hexdigest()[:12]}..., pinned {jar.size} bytes, "
                 f"{jar.sha256[:12]}...): the repository served another file; try again "
                 f"or use another repository (${REPO_ENV})")
+        os.chmod(part, file_mode())  # mkstemp's 0600 is for the half-written file only
         os.replace(part, dest)
     finally:
         part.unlink(missing_ok=True)
@@ -158,6 +195,7 @@ def fill(components: list[str], deep: bool = True, quiet: bool = False,
         folder = component_dir(comp)
         folder.mkdir(parents=True, exist_ok=True)
         _clean_stale_parts(folder)
+        fix_modes(folder)
         bad = {p.split(" ", 1)[0] for p in problems(comp, deep=deep)}
         todo += [(j, folder / j.name) for j in pinned(comp) if j.name in bad]
     if not todo:

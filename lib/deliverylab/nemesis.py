@@ -94,9 +94,12 @@ def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]
 
 
 def wait_whole(cluster: Cluster, topics: Iterable[str], timeout: float = 120.0,
-               steady: float = 4.0) -> None:
+               steady: float = 4.0) -> dict[str, Any]:
     """Wait until every broker is registered and every partition of ``topics`` has a
     leader and all its replicas in sync -- and has stayed so for ``steady`` seconds.
+    Returns the metadata that showed it whole (topic name -> ``TopicMetadata``): a
+    second metadata request may reach a broker that does not know the topic yet, so
+    callers read leaders and replicas from this, never from a new request.
 
     Why steady: right after a broker is killed and restarted, the metadata may still
     show the old registration (the controller fences a dead broker only after
@@ -106,34 +109,38 @@ def wait_whole(cluster: Cluster, topics: Iterable[str], timeout: float = 120.0,
     topics = list(topics)
     since: list[float] = []
 
-    def whole_now() -> bool:
+    def whole_now() -> dict[str, Any] | None:
         md = cluster.admin().list_topics(timeout=5)
         if set(md.brokers) != nodes:
-            return False
+            return None
+        seen = {}
         for name in topics:
             meta = md.topics.get(name)
-            if meta is None or meta.error is not None:
-                return False
+            if meta is None or meta.error is not None or not meta.partitions:
+                return None
             for p in meta.partitions.values():
                 if p.leader < 0 or sorted(p.isrs) != sorted(p.replicas):
-                    return False
-        return True
+                    return None
+            seen[name] = meta
+        return seen
 
-    def whole() -> bool:
+    def whole() -> dict[str, Any] | None:
         try:
             now = whole_now()
         except KafkaException:
-            now = False
-        if not now:
+            now = None
+        if now is None:
             since.clear()
-            return False
+            return None
         if not since:
             since.append(time.monotonic())
-        return time.monotonic() - since[0] >= steady
+        # a truthy value even for no topics: "every broker up" held
+        return (now or {"": None}) if time.monotonic() - since[0] >= steady else None
 
-    ready.wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
+    seen = ready.wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
                      f"in sync for {steady:g} s", whole, ready.Deadline(timeout),
                      explain=getattr(cluster, "_why_stuck", None))
+    return {name: meta for name, meta in seen.items() if name}
 
 
 class Nemesis:
@@ -273,6 +280,10 @@ class Nemesis:
         After :meth:`pause_followers`, the leader remembered then: with its followers
         frozen, asking the cluster "who leads?" may wait on a paused broker.
         """
+        return self._kill_leader(topic, partition)
+
+    def _kill_leader(self, topic: str, partition: int,
+                     allow_quorum_loss: bool | None = None) -> FaultRecord:
         with self._lock:
             t = self.now()
             isolated = self._isolated.pop((topic, partition), None)
@@ -281,7 +292,9 @@ class Nemesis:
                 self.windows.append((isolated[1], t, topic))
             else:
                 leader = self._leader(topic, partition)
-            self.cluster.kill(leader)
+            with warnings.catch_warnings():  # only isolate_leader allows it: it says why
+                warnings.simplefilter("ignore", QuorumWarning)
+                self.cluster.kill(leader, allow_quorum_loss=allow_quorum_loss)
             return self._record("kill_leader", {"topic": topic, "partition": partition}, t,
                                 f"killed broker {leader}, leader of {topic}/{partition}",
                                 leader)
@@ -301,8 +314,8 @@ class Nemesis:
         with self._lock:
             t = self.now()
             leader = self._leader(topic, partition)
-            meta = self.cluster._partition(topic, partition)
-            followers = [n for n in (meta.replicas if meta else []) if n != leader]
+            meta = self.cluster.wait_partition(topic, partition)
+            followers = [n for n in meta.replicas if n != leader]
             if not followers:
                 raise NemesisError(f"{topic}/{partition} has no follower to pause: this "
                                    "needs a replicated topic on 3 brokers")
@@ -356,6 +369,12 @@ class Nemesis:
 
         The loss of ``acks=1`` on demand: the kill waits (up to ``hold`` seconds) until
         a write to a partition that leader leads was acknowledged after the pause.
+
+        The kill may leave fewer than a majority of the controller voters running for
+        the moment until the followers resume (the leader and a paused follower are both
+        voters: on 2 brokers always, on 4-5 when the replicas fall so): allowed here,
+        since the resume follows at once and only the killed leader stays down -- which
+        any cluster of 2 brokers or more survives.
         """
         with self._lock:
             # Ask for leaders now: with the followers paused, metadata requests may hang.
@@ -373,7 +392,7 @@ class Nemesis:
                 time.sleep(0.05)
             time.sleep(0.2)
             try:
-                killed = self.kill_leader(topic, partition)
+                killed = self._kill_leader(topic, partition, allow_quorum_loss=True)
             finally:
                 for node in followers:
                     self.cluster.resume(node)

@@ -144,7 +144,7 @@ class _Child:
     def __init__(self) -> None:
         self.log = Path(tempfile.gettempdir()) / f"deliverylab-proxy-{os.getpid()}.log"
         lib = str(Path(__file__).resolve().parents[1])
-        env = {**os.environ,
+        env = {**os.environ, "DELIVERYLAB_PROXY_LOG": str(self.log),
                "PYTHONPATH": os.pathsep.join(filter(None, [lib, os.environ.get("PYTHONPATH")]))}
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(

@@ -14,8 +14,9 @@ except ``inject``, answered when the broker has. The fault handles (``AckLoss``,
 the request that caused it, so an owner that got its reply has the news too.
 
 Lifetime: when stdin reaches EOF -- the owner closed it, or died however it died (a
-kernel restart is a SIGKILL) -- every listener stops and the process exits. That is the
-guarantee :mod:`deliverylab.cluster.reaper` is built on, here without a second process.
+kernel restart is a SIGKILL) -- every listener stops and the process exits, removing
+its log if it is empty. That is the guarantee :mod:`deliverylab.cluster.reaper` is built
+on, here without a second process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any, TypeVar
 from .errors import LabError, PortTaken
 from .framing import RequestHeader, api_name, error_name_of, parse_response_error
 from .proxylink import _Link, _Side
+
+LOG_ENV = "DELIVERYLAB_PROXY_LOG"  # the owner names the log it sends stderr to
 
 # --- fault state (the owner holds the handles) ----------------------------------------
 
@@ -454,6 +457,20 @@ def main() -> None:
     out_fd = os.dup(1)
     os.dup2(2, 1)  # a stray print goes to the log, never into the message pipe
     asyncio.run(Server(out_fd).serve(0))
+    _drop_empty_log(os.environ.get(LOG_ENV))
+
+
+def _drop_empty_log(path: str | None) -> None:
+    """Remove this process's log (its stderr) if nothing was written to it: a healthy
+    run leaves nothing behind in the temporary folder, whether the owner closed the pipe
+    or died. A log with something in it stays: an error message named it."""
+    if not path:
+        return
+    try:
+        if os.path.getsize(path) == 0:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -116,10 +116,12 @@ def _ensure_topic(cluster: Cluster, topic: str, config_: dict[str, Any]) -> None
 def _wait_isr_full(cluster: Cluster, topic: str, partition: int,
                    timeout: float) -> tuple[int, list[int]]:
     """Wait until the partition is whole (:func:`~deliverylab.nemesis.wait_whole`);
-    returns (leader, replicas)."""
-    wait_whole(cluster, [topic], timeout, steady=0.0)
-    meta = cluster._partition(topic, partition)
-    return meta.leader, list(meta.replicas)
+    returns (leader, replicas) as the metadata that showed it whole said."""
+    partitions = wait_whole(cluster, [topic], timeout, steady=0.0)[topic].partitions
+    if partition not in partitions:
+        raise bad_value("partition", partition, f"a partition of {topic}: 0 to "
+                        f"{len(partitions) - 1}")
+    return partitions[partition].leader, list(partitions[partition].replicas)
 
 
 def read_partition(bootstrap: str, topic: str, partition: int = 0,

@@ -26,6 +26,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from deliverylab import jars
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.cluster import docker as dk
@@ -277,6 +278,49 @@ class TestCluster:
     def test_logs_come_from_the_container(self, cluster):
         assert "Kafka Server started" in cluster.log_path(1).read_text()
         assert cluster.logs(1, lines=3).count("\n") == 2
+
+
+def unreadable(image: str, user: str = "1000") -> list[str]:
+    """The files under /opt/kafka that ``user`` (the broker's, in every image we run)
+    cannot read inside ``image``."""
+    out = subprocess.run(["docker", "run", "--rm", "--user", user, "--entrypoint", "find",
+                          image, "/opt/kafka", "!", "-readable"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"find in {image} failed: {out.stderr.strip()}"
+    return out.stdout.split()
+
+
+def test_the_broker_s_user_can_read_every_file_of_the_image(broker_image):
+    assert unreadable(broker_image) == []
+
+
+def test_jars_of_other_modes_rebuild_the_image_and_the_broker_s_user_reads_them(
+        broker_image, docker_script, tmp_path):
+    """The cold-machine bug: set-up once wrote every jar 0600, the image copied them as
+    root's, each container broker died unable to load its main class, and a machine
+    that had built the image before kept it (its label hashed the jars' names only).
+    Now the label hashes contents and modes, and the image's files are readable
+    whatever modes the host's jars have."""
+    libs = tmp_path / "kafka" / "libs"
+    shutil.copytree(jars.kafka_libs(), libs)
+    image = f"deliverylab/kafka-modes-test:{uuid.uuid4().hex[:8]}"
+    labels = []
+    try:
+        for mode in (0o644, 0o600):
+            for jar in libs.glob("*.jar"):
+                jar.chmod(mode)
+            proc = docker_script("broker-image.sh", 1800, KAFKA_HOME=str(tmp_path / "kafka"),
+                                 DELIVERYLAB_BUILD_IMAGE=image)
+            assert proc.returncode == 0, f"building {image} failed: {proc.stderr[-2000:]}"
+            assert "is up to date" not in proc.stderr, f"jars {mode:o}: the image was reused"
+            labels.append(subprocess.run(
+                ["docker", "image", "inspect", "-f",
+                 '{{index .Config.Labels "deliverylab.inputs"}}', image],
+                capture_output=True, text=True, check=True).stdout.strip())
+            assert unreadable(image) == [], f"built from {mode:o} jars"
+        assert labels[0] != labels[1]
+    finally:
+        subprocess.run(["docker", "image", "rm", "-f", image], capture_output=True)
 
 
 def test_auto_picks_docker_when_engine_and_image_are_there(broker_image):

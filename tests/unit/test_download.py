@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -82,6 +84,40 @@ def test_fill_downloads_every_pinned_file_and_shows_progress(repo, capsys):
     assert "downloading 2 jar(s), 0.3 MB" in err and "[2/2] b-2.jar" in err
     assert download.fill(["jdbc"]) == []  # second run: nothing to do
     assert len(repo.hits) == 2
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_downloaded_jars_get_the_mode_the_umask_asks_for(repo, mask):
+    """Not mkstemp's 0600: a cache of 0600 jars, copied into the broker image, is
+    unreadable by the broker's user there (every container broker died)."""
+    old = os.umask(mask)
+    try:
+        download.fill(["jdbc"])
+    finally:
+        os.umask(old)
+    for name in ("a-1.jar", "b-2.jar"):
+        assert stat.S_IMODE(cached(name).stat().st_mode) == 0o666 & ~mask, name
+
+
+def test_a_cached_jar_of_another_mode_is_given_the_umask_s_mode_back(repo):
+    download.fill(["jdbc"])
+    cached("a-1.jar").chmod(0o600)  # what an earlier version of fetch_one left
+    old = os.umask(0o022)
+    try:
+        assert download.fill(["jdbc"]) == []  # nothing downloaded again...
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(cached("a-1.jar").stat().st_mode) == 0o644  # ...but readable
+
+
+def test_umask_is_read_without_being_changed():
+    old = os.umask(0o027)
+    try:
+        assert download.umask() == 0o027
+        assert download.file_mode() == 0o640
+        assert os.umask(0o027) == 0o027  # still what it was
+    finally:
+        os.umask(old)
 
 
 def test_corrupt_cached_jar_is_noticed_and_fetched_again(repo):

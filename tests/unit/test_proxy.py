@@ -85,14 +85,17 @@ def gone(pid: int, within: float) -> bool:
     return False
 
 
-def test_the_proxy_process_dies_with_its_owner(broker):
+def test_the_proxy_process_dies_with_its_owner(broker, tmp_path):
     owner = subprocess.Popen([sys.executable, "-c", OWNER, LIB, str(free_ports(1)[0]),
-                              str(broker.port)], stdout=subprocess.PIPE, text=True)
+                              str(broker.port)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "TMPDIR": str(tmp_path)})
     try:
         child = int(owner.stdout.readline())
+        assert [p.name for p in tmp_path.iterdir()] == [f"deliverylab-proxy-{owner.pid}.log"]
         os.kill(owner.pid, signal.SIGKILL)  # a kernel restart: no cleanup code runs
         owner.wait(5)
         assert gone(child, 5), f"proxy process {child} outlived its owner"
+        assert list(tmp_path.iterdir()) == [], "the proxy process left its empty log"
     finally:
         owner.kill()
         owner.wait(5)
@@ -109,11 +112,13 @@ print(child.proc.pid, child.proc.poll() is not None and _Child._instance is None
 """
 
 
-def test_the_proxy_process_ends_with_the_last_proxy(broker):
+def test_the_proxy_process_ends_with_the_last_proxy(broker, tmp_path):
     # In a Python process of its own: in this one, proxies of other tests' clusters
     # (session fixtures) may still be users of the shared child.
     out = subprocess.run([sys.executable, "-c", LAST, LIB, str(free_ports(1)[0]), str(broker.port)],
-                         capture_output=True, text=True, timeout=30)
+                         capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     pid, ended = out.stdout.split()
     assert ended == "True" and gone(int(pid), 5)
+    assert list(tmp_path.iterdir()) == [], "the proxy process left its empty log"

@@ -537,6 +537,13 @@ class Cluster:
                             "an existing topic and partition (create_topic first)")
         return list(meta.isrs)
 
+    def wait_partition(self, topic: str, partition: int = 0, timeout: float = 30.0) -> Any:
+        """The partition's metadata once the answering broker knows it (right after a
+        topic is created, or a broker restarted, one broker may not yet)."""
+        return ready.wait_until(f"metadata of {topic}/{partition}",
+                                lambda: self._partition(topic, partition), timeout,
+                                explain=self._why_stuck)
+
     def wait_leader(self, topic: str, partition: int = 0, exclude: tuple[int, ...] = (),
                     timeout: float = 30.0) -> int:
         """Wait for a leader that is not in ``exclude`` (e.g. after killing the old one)."""

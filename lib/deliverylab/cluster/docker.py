@@ -48,6 +48,7 @@ from .local import BROKER_JVM_OPTS, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
 from .properties import ClusterSpec, NodePorts, render, server_properties
 
 IMAGE_ENV = "DELIVERYLAB_KAFKA_IMAGE"
+SUFFIX_ENV = "DELIVERYLAB_IMAGE_SUFFIX"
 LABEL = "deliverylab.project"
 CONF_DIR = "/etc/deliverylab"
 DATA_DIR = "/tmp/kafka-data"  # writable for the image's user in every image we run
@@ -87,8 +88,9 @@ def default_image(kafka_version: str = jars.KAFKA_VERSION) -> str:
 
 
 def built_image(kafka_version: str = jars.KAFKA_VERSION) -> str:
-    """The image ``docker/broker-image.sh`` builds when no registry is reachable."""
-    return f"deliverylab/kafka:{kafka_version}"
+    """The image ``docker/broker-image.sh`` builds when no registry is reachable (its tag
+    ends in ``$DELIVERYLAB_IMAGE_SUFFIX``: a CI run builds and removes its own)."""
+    return f"deliverylab/kafka:{kafka_version}{os.environ.get(SUFFIX_ENV, '')}"
 
 
 def resolve_image(kafka_version: str = jars.KAFKA_VERSION) -> str:
