@@ -115,7 +115,7 @@ class WindowRun:
 
 
 def kill_mid_stream(runs: Runs, connect: Any, lines: int, kill_after: int,
-                    chunk: int = 10, pace_s: float = 0.25) -> WindowRun:
+                    chunk: int = 10, pace_s: float = 0.5) -> WindowRun:
     """Append ``kill_after`` lines in chunks of ``chunk`` every ``pace_s`` (so flushes
     land mid-stream), wait until they are in Kafka, SIGKILL the task's worker, read the
     committed position at the kill, append the rest; the other worker finishes."""
