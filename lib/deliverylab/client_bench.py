@@ -136,12 +136,13 @@ class SideBySide:
         return med(variant) / med(over)
 
 
-def side_by_side(cluster: Any, size: int = 1024, records: int = 20_000,
+def side_by_side(cluster: Any, size: int = 1024, records: int = 60_000,
                  seconds: float = 1.5, reps: int = 3, linger_ms: float = 5.0,
                  batch_size: int = 1_000_000, partitions: int = 3) -> SideBySide:
     """Alternate every variant with both clients ``reps`` times on one topic.
 
-    Java runs ``records`` records per run (the tool counts, it does not time); the
+    Java runs ``records`` records per run (the tool counts, it does not time; a run of
+    well under a second measures the JVM warming up more than the producer); the
     librdkafka loop runs for ``seconds``. Rates, not counts, are compared.
     """
     from .cost import Variant, _bootstrap, throughput
