@@ -33,8 +33,8 @@ $(DEPS): pyproject.toml
 # Maven needed) and the broker class archive, in ~/.cache/deliverylab
 # (DELIVERYLAB_CACHE to move it). Checksums re-checked on every run: cheap.
 $(CACHE): $(DEPS) FORCE
-	$(if $(strip $(BUNDLE)),$(BIN)/python -m deliverylab.bundle install $(BUNDLE))
-	$(BIN)/python -m deliverylab.setup
+	$(if $(strip $(BUNDLE)),$(BIN)/python -m deliverylab.classroom.bundle install $(BUNDLE))
+	$(BIN)/python -m deliverylab.classroom.install
 	@touch $@
 
 # Bound to 127.0.0.1: a lab server must not be reachable from the network. The venv's
@@ -65,7 +65,7 @@ test-cold:
 # BACKEND=docker runs every chapter's brokers in containers, BACKEND=local as JVMs.
 BACKEND ?=
 course: setup
-	$(BIN)/python -m deliverylab.course --out results/course $(if $(BACKEND),--backend $(BACKEND))
+	$(BIN)/python -m deliverylab.classroom.course --out results/course $(if $(BACKEND),--backend $(BACKEND))
 
 # The full anomaly matrix (a benchmark: hours on 2 cores); SEEDS/VALUES shrink it,
 # STAGES=python (or spark) runs one processing stage only.
@@ -77,12 +77,12 @@ matrix: setup
 
 # Classroom readiness: a pass/fail list with fixes (DOCKER=1 also checks the Docker path).
 doctor: $(DEPS)
-	$(BIN)/python -m deliverylab.doctor $(if $(filter-out 0,$(DOCKER)),--docker)
+	$(BIN)/python -m deliverylab.classroom.doctor $(if $(filter-out 0,$(DOCKER)),--docker)
 
 # Everything set-up downloads, in one folder to copy: wheels, Kafka and connector jars.
 # BUNDLE_PLATFORMS="macosx_11_0_arm64 win_amd64" adds wheels for other machines.
 bundle: setup
-	$(BIN)/python -m deliverylab.bundle make $(BUNDLE_DIR) \
+	$(BIN)/python -m deliverylab.classroom.bundle make $(BUNDLE_DIR) \
 	    $(foreach p,$(BUNDLE_PLATFORMS),--platform $(p))
 
 clean:

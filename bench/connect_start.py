@@ -12,7 +12,7 @@ import statistics
 import time
 
 from deliverylab.cluster import Cluster
-from deliverylab.connect import file_source
+from deliverylab.connect.connect import file_source
 
 
 def main() -> None:

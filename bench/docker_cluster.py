@@ -2,7 +2,7 @@
 what one student's whole lab session holds (3 brokers + Spark + the Python process).
 
 Prints figures, asserts nothing (machines are noisy; run it on a quiet one). These are
-the numbers the README's "Hardware" table and ``deliverylab.doctor`` rely on.
+the numbers the README's "Hardware" table and ``deliverylab.classroom.doctor`` rely on.
 
     .venv/bin/python bench/docker_cluster.py                 # local and docker, 1 run
     .venv/bin/python bench/docker_cluster.py --runs 3 --spark
@@ -48,7 +48,7 @@ def load(cluster: Cluster, records: int = 20000) -> None:
 
 def spark_memory(cluster: Cluster) -> float:
     """RSS of Spark's driver JVM after reading a topic through the connector."""
-    from deliverylab.inspector import Inspector
+    from deliverylab.spark.inspector import Inspector
 
     topic = cluster.create_topic(f"spark-{time.monotonic_ns()}", partitions=3)
     producer = Producer(config(cluster.bootstrap_servers))

@@ -46,7 +46,8 @@ from deliverylab import checker
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.history import History, Read, outcome_of
-from deliverylab.inspector import Inspector, class_archive
+from deliverylab.spark.inspector import Inspector
+from deliverylab.spark.session import class_archive
 from deliverylab.values import decode, encode, key
 
 
@@ -127,7 +128,7 @@ def before_duplicates(inspector: Inspector, topic: str):
     the split into 2 ranges per partition is the old _raw's on 2 cores."""
     from pyspark.sql import functions as F
 
-    from deliverylab.inspector import _value_schema
+    from deliverylab.spark.inspector import _value_schema
 
     bounds = inspector.bounds(topic)
     ending = json.dumps({topic: {str(b["partition"]): b["last_stable_offset"] for b in bounds}})

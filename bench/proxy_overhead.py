@@ -179,7 +179,7 @@ def _raw_figures(port: int) -> tuple[float, float]:
 
 
 def proxy_alone() -> None:
-    from deliverylab.proxy import Proxy
+    from deliverylab.proxy.proxy import Proxy
 
     server, broker_port = _fake_broker()
     with socket.socket() as s:
@@ -204,7 +204,7 @@ class Meter:
         self.me = psutil.Process()
 
     def _proxy(self) -> psutil.Process | None:
-        from deliverylab.proxy import _Child
+        from deliverylab.proxy.proxy import _Child
         child = _Child._instance
         return psutil.Process(child.proc.pid) if child is not None and child.alive else None
 

@@ -7,8 +7,8 @@ same input to its own output, one run each, no fault:
 
 - the Python pipeline (:class:`deliverylab.workload.Pipeline`) in AT_LEAST_ONCE and in
   TRANSACTIONAL mode (the references: chapter 02's and chapter 04's loop);
-- chapter 05's Spark query (:class:`deliverylab.streaming.SparkPipeline`) into each
-  sink of :data:`deliverylab.streaming.SINKS`, ``--max-offsets`` offsets a micro-batch,
+- chapter 05's Spark query (:class:`deliverylab.spark.pipeline.SparkPipeline`) into each
+  sink of :data:`deliverylab.spark.query.SINKS`, ``--max-offsets`` offsets a micro-batch,
   on the kernel's one Spark session (started first and timed on its own, so no sink
   pays for it).
 
@@ -37,8 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from deliverylab.cluster import Cluster  # noqa: E402
 from deliverylab.history import History  # noqa: E402
-from deliverylab.streaming import SINKS, SparkPipeline  # noqa: E402
-from deliverylab.streaming_sinks import control_topic  # noqa: E402
+from deliverylab.spark.pipeline import SparkPipeline  # noqa: E402
+from deliverylab.spark.query import SINKS  # noqa: E402
+from deliverylab.spark.sinks import control_topic  # noqa: E402
 from deliverylab.workload import Pipeline, ProducerWorkload  # noqa: E402
 
 
@@ -116,7 +117,7 @@ def main() -> None:
         for mode in ("AT_LEAST_ONCE", "TRANSACTIONAL"):
             rows.append(python_stage(cluster, source, mode, args.values,
                                      args.partitions))
-        from deliverylab.inspector import session, stop
+        from deliverylab.spark.session import session, stop
 
         ts = time.monotonic()
         session()

@@ -7,7 +7,7 @@
 #
 # As the container's first process it also stays until the chapters' clusters are gone:
 # when PID 1 exits the kernel kills every process of the container at once, and the
-# watchdogs (deliverylab/cluster/reaper.py) that remove a chapter's broker containers
+# watchdogs (deliverylab/process/reaper.py) that remove a chapter's broker containers
 # would die with it, leaving those siblings running. So on `docker stop` / `compose down`
 # it stops the command, then every other process but the watchdogs and their children,
 # then waits for the watchdogs to finish their `docker rm`. (`docker kill` allows none
@@ -39,7 +39,7 @@ done
 # watchdogs' sessions (each runs in its own), so that a `docker rm` a watchdog already
 # runs for an owner that died earlier is not cut short, leaving its brokers behind.
 spare=" "
-for pid in $(pgrep -f 'cluster/reaper\.py'); do
+for pid in $(pgrep -f 'process/reaper\.py'); do
     spare="$spare$(ps -o sid= -p "$pid" | tr -d ' ') "
 done
 # Listed first, then signalled from this shell (a pipe's subshell would be on the list).
@@ -51,7 +51,7 @@ done <<EOF
 $procs
 EOF
 i=0
-while pgrep -f 'cluster/reaper\.py' >/dev/null && [ "$i" -lt 100 ]; do
+while pgrep -f 'process/reaper\.py' >/dev/null && [ "$i" -lt 100 ]; do
     sleep 0.5
     i=$((i + 1))
 done

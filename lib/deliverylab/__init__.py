@@ -21,57 +21,64 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-#: Module -> the public names it defines: the module map, in one place. A module
-#: listed with no names is itself public (``dl.plots``, ``dl.params``).
+#: Module (its path in the package) -> the public names it defines: the module map, in
+#: one place (docs/whats-here.md tells what each folder is for).
 _MODULES: dict[str, str] = {
     "cluster": "Cluster",
     "faults": "FAULTS fault",
-    "nemesis": "Nemesis Schedule",
+    "nemesis": "Nemesis",
+    "schedule": "Schedule",
     "history": "History",
     "clients": "Recorder TxnProducer Fenced zombie_write",
-    "workload": "ProducerWorkload Pipeline Stream",
+    "workload": "ProducerWorkload Pipeline",
     "readers": "read_back final_read peek committed_offsets pending_count ReadTimeout",
     "checker": "check lost aborted_reads",
     "modes": "AT_MOST_ONCE AT_LEAST_ONCE IDEMPOTENT TRANSACTIONAL MODES mode",
     "scenario": "Scenario stall_takeover",
-    "recipes": "lost_ack_duplicate acked_then_lost partitioned_leader",
-    "inspector": "Inspector",
     "segments": "log_batches producer_summary",
-    "plots": "",
-    "matrix": "",
-    "widgets": "FaultPanel FaultSpec fault_buttons",
-    "consoles": "TxnConsole",
-    "progressbar": "busy progress",
-    "chapter": "Chapter what_you_saw self_check",
-    "params": "",
-    "streaming_scene": "",
-    "streaming": "SparkPipeline",
-    "servicefleet": "SideEffects ServiceFleet run_fault fleet_buttons",
-    "servicecheck": "count_effects",
-    "dbviews": "",
-    "cost": "",
-    "connect": "Connect file_source",
-    "connect_runs": "Runs SourceFile fence_from_python",
-    "connect_panel": "ConnectPanel plot_copies",
-    "bugs": "",
+    "spark.inspector": "Inspector",
+    "spark.pipeline": "SparkPipeline",
+    "services.fleet": "SideEffects ServiceFleet",
+    "services.check": "count_effects",
+    "connect.connect": "Connect file_source",
+    "notebook.widgets": "FaultPanel FaultSpec fault_buttons",
+    "notebook.stream": "Stream",
+    "notebook.consoles": "TxnConsole",
+    "notebook.progress": "busy progress",
+    "notebook.chapter": "Chapter what_you_saw self_check",
+    "chapters.recipes": "lost_ack_duplicate acked_then_lost partitioned_leader",
+    "chapters.side_effects": "run_fault fleet_buttons",
+    "chapters.exactly_once_sources": "Runs SourceFile fence_from_python",
+    "chapters.exactly_once_panel": "ConnectPanel plot_copies",
+}
+#: ``dl.<name>`` for a module itself (``dl.plots.timeline``): the name the chapters use ->
+#: the module's path. Chapter kits keep their short names (``dl.bugs``, ``dl.cost``).
+_SUBMODULES: dict[str, str] = {
+    "matrix": "matrix",
+    "plots": "notebook.plots",
+    "params": "notebook.params",
+    "streaming_scene": "chapters.spark_pipeline",
+    "dbviews": "chapters.side_effects",
+    "cost": "chapters.cost_of_guarantees",
+    "bugs": "chapters.kafka_bugs",
+    "connect": "connect",
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names.split()}
-_EXPORTS.update({module: "" for module, names in _MODULES.items() if not names})
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:  # a module itself: dl.plots, dl.params, dl.bugs
+        return importlib.import_module(f".{_SUBMODULES[name]}", __name__)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'deliverylab' has no attribute {name!r}")
-    if module == "":  # a submodule itself: dl.plots, dl.params
-        return importlib.import_module(f".{name}", __name__)
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    return sorted([*globals(), *_EXPORTS, *_SUBMODULES])

@@ -27,8 +27,8 @@ print, serialise and turn into a DataFrame (``pandas.DataFrame(lost(h, reads))``
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,6 +208,18 @@ def unseen(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Indefinite sends never read: outcome ``info`` (or ``ok`` in a transaction whose
     commit timed out), and absent. Not an error -- nobody was promised anything."""
     return _missing(history, reads, _INDEFINITE)
+
+
+def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None = None) -> int:
+    """Copies beyond the first, summed over distinct items (``None`` left out):
+    ``extra_copies(["a", "a", "a", "b"]) == 2``. With ``only``, over those items alone.
+
+    The one copy counter: values in a topic, rows and calls of chapter 06's services,
+    lines of chapter 07's file, records of a Spark sink. :func:`duplicates` names each
+    duplicated value and where its copies are; this is their count.
+    """
+    counts = Counter(i for i in items if i is not None and (only is None or i in only))
+    return sum(n - 1 for n in counts.values())
 
 
 def duplicates(reads: Iterable[Read]) -> list[Finding]:

@@ -25,6 +25,23 @@ LOGGER.addHandler(logging.NullHandler())
 LOGGER.propagate = False
 
 
+def bootstrap_of(target: Any, direct: bool = False) -> str:
+    """The bootstrap address of ``target``: a ``"host:port[,...]"`` string as is, or an
+    object's ``.bootstrap_servers`` (a :class:`~deliverylab.cluster.Cluster`: through
+    its fault proxies, what clients under test use). ``direct=True`` prefers its
+    ``.direct_bootstrap_servers``: the evidence readers' path, which no fault touches.
+    """
+    if isinstance(target, str) and target.strip():
+        return target.strip()
+    for attr in (("direct_bootstrap_servers",) if direct else ()) + ("bootstrap_servers",):
+        found = getattr(target, attr, None)
+        found = found() if callable(found) else found
+        if isinstance(found, str) and found.strip():
+            return found.strip()
+    raise bad_value("cluster", target, "a bootstrap address 'host:port[,host:port]' or an "
+                    "object with .bootstrap_servers (e.g. a Cluster)")
+
+
 def config(bootstrap: str, **settings: Any) -> dict[str, Any]:
     """A client configuration: bootstrap address, quiet logging, then ``settings``.
 
@@ -176,11 +193,14 @@ class TxnProducer:
     def __init__(self, target: Any, topic: str, history: History,
                  transactional_id: str | None = None, process: str = "txn-producer",
                  mode: DeliveryMode = TRANSACTIONAL, timeout: float = 30.0,
-                 transaction_timeout_ms: int = 120_000) -> None:
-        self.bootstrap = target if isinstance(target, str) else target.bootstrap_servers
+                 transaction_timeout_ms: int = 120_000, writer: str | None = None) -> None:
+        self.bootstrap = bootstrap_of(target)
         self.topic = topic
         self.history = history
         self.process = process
+        #: The producer named in the values (``writer:seq``): ``process`` unless this is
+        #: a second instance of one logical producer (a zombie writes its values).
+        self.writer = writer or process
         self.transactional_id = transactional_id or f"{process}-{uuid.uuid4().hex[:6]}"
         self.timeout = timeout
         self.producer = Producer(config(self.bootstrap, **{
@@ -236,7 +256,7 @@ class TxnProducer:
         txn = self.txn
         results: list[tuple[Any, Any]] = []
         for _ in range(n):
-            vid = ValueId(self.process, self.seq)
+            vid = ValueId(self.writer, self.seq)
             partition = self.seq % self.partitions
             self.seq += 1
             try:

@@ -12,8 +12,9 @@ row per sink (``spark/kafka``, ``spark/files``...) under the registry's Spark cr
 held to :data:`deliverylab.scenario.SPARK_CLAIMS` (Kafka sink: the replay is exactly
 the batch ``offsets/N`` predicted; exactly-once sinks: nothing twice).
 
-For chapter 09: :func:`load` reads the results file back and :func:`heatmap` draws
-k/n runs per anomaly per cell, with Jepsen's anomaly names (:data:`JEPSEN`).
+For chapter 09: :func:`load` reads the results file back, :func:`failures` names the
+cells that did not hold, and :func:`~deliverylab.notebook.plots.heatmap` draws k/n runs
+per anomaly per cell, with Jepsen's anomaly names (:data:`JEPSEN`).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from . import checker as C
+from .cluster import Cluster
 from .errors import BadValue, bad_value
 from .faults import check_names
 from .modes import MODES
 from .modes import mode as get_mode
 from .scenario import FAULTS, SPARK_FAULTS, STAGES, RunResult, Scenario, spark_row
-from .streaming import MAX_OFFSETS, SINKS
+from .spark.query import MAX_OFFSETS, SINKS
+from .spark.session import stop as stop_spark
 
 #: Matrix columns: short heading -> observed count name.
 COLUMNS = {
@@ -269,7 +272,7 @@ def save(runs: Iterable[RunResult], path: str | Path) -> Path:
 
 def load(path: str | Path = "results/matrix.json") -> list[RunResult]:
     """The runs of a results file written by ``make matrix`` (or :func:`save`), without
-    their Histories: enough for :func:`table` and :func:`heatmap`."""
+    their Histories: enough for :func:`table` and the heatmap."""
     where = Path(path)
     if not where.is_file():
         raise bad_value("path", str(path), "a results file written by `make matrix` "
@@ -283,7 +286,7 @@ def load(path: str | Path = "results/matrix.json") -> list[RunResult]:
         raise bad_value("path", str(path), f"a JSON list of matrix runs ({exc})") from None
 
 
-# --- the heatmap ------------------------------------------------------------------------
+# --- the cells ---------------------------------------------------------------------------
 
 
 def counts(runs: Iterable[RunResult]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -301,63 +304,17 @@ def counts(runs: Iterable[RunResult]) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def heatmap(runs: Iterable[RunResult], title: str | None = None, save: Any = None):
-    """k/n runs per anomaly for each (mode or Spark row, fault) cell, as a figure.
-
-    Columns are the Checker's anomalies under Jepsen's names (:data:`JEPSEN`); a cell's
-    shade is k/n, its text ``k/n``. A black frame marks an anomaly the row's promise
-    does not allow (a broken guarantee, not a lesson). Then the :data:`FACTS` (in blue:
-    observations, not anomalies), and last how many runs matched the cell's claim
-    (green when all did).
-    """
-    from matplotlib.colors import LinearSegmentedColormap
-
-    from .plots import COLORS, LabFigure, _finish
-
-    runs = list(runs)
-    if not runs:
-        raise bad_value("runs", runs, "one or more RunResults (run_matrix or load)")
-    table_ = counts(runs)
-    cells = list(table_)
-    columns = [*C.ANOMALIES, *FACTS]
-    names = [*(JEPSEN[a] for a in C.ANOMALIES), *FACTS.values(), "claim held"]
-    shade = LinearSegmentedColormap.from_list("k_of_n", ["#ffffff", COLORS["duplicate"]])
-    fact_shade = LinearSegmentedColormap.from_list("fact", ["#ffffff", COLORS["read"]])
-    fig = LabFigure(figsize=(1.0 + 0.95 * len(names), 1.6 + 0.32 * len(cells)),
-                    layout="constrained")
-    ax = fig.add_subplot()
-    for y, cell in enumerate(cells):
-        c = table_[cell]
-        n = c["n"]
-        for x, a in enumerate(columns):
-            k = c["k"][a]
-            broken = a in c["broken"]
-            face = (fact_shade if a in FACTS else shade)(k / n)
-            ax.add_patch(_rect(x, y, face, "black" if broken else "#dddddd",
-                               2.0 if broken else 0.5))
-            ax.text(x, y, f"{k}/{n}", ha="center", va="center", fontsize=8,
-                    color="#999999" if k == 0 else ("white" if k / n > 0.6 else "black"))
-        held = c["held"]
-        x = len(columns)
-        ax.add_patch(_rect(x, y, COLORS["ok"] if held == n else COLORS["fail"], "white", 0.5))
-        ax.text(x, y, f"{held}/{n}", ha="center", va="center", fontsize=8, color="white")
-    ax.set_xlim(-0.5, len(names) - 0.5)
-    ax.set_ylim(len(cells) - 0.5, -0.5)
-    ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
-    ax.set_yticks(range(len(cells)), [f"{m}  {f}" for m, f in cells], fontsize=8)
-    ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
-    ax.set_title(title or "The anomaly matrix: in k of n runs each anomaly appeared; "
-                 "framed = not allowed by the row's promise", fontsize=9)
-    return _finish(fig, save)
-
-
-def _rect(x: int, y: int, face: Any, edge: str, width: float):
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=edge,
-                     linewidth=width)
+def failures(cells: dict[tuple[str, str], dict[str, Any]],
+             ) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The cells of :func:`counts` that a chapter must name: ``not_held`` (``"row / fault"``
+    -> ``"held/n"``, some run did not match the cell's claim) and ``broken`` (``"row /
+    fault"`` -> the anomalies the row's promise does not allow that some run showed).
+    Both empty: every cell held its claim in every run."""
+    not_held = {f"{row} / {fault}": f"{c['held']}/{c['n']}"
+                for (row, fault), c in cells.items() if c["held"] < c["n"]}
+    broken = {f"{row} / {fault}": sorted(c["broken"])
+              for (row, fault), c in cells.items() if c["broken"]}
+    return not_held, broken
 
 
 # --- command line -------------------------------------------------------------------------
@@ -404,7 +361,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i}/{total}] {run.mode} {run.fault} seed={run.seed} "
               f"{run.seconds:.1f}s {mark}", file=sys.stderr, flush=True)
 
-    from .cluster import Cluster
 
     try:
         with Cluster.start(brokers=args.brokers, proxy=True) as cluster:
@@ -416,9 +372,7 @@ def main(argv: list[str] | None = None) -> int:
                               spark_values=args.spark_values, max_offsets=args.max_offsets)
     finally:
         if "spark" in chosen.stages:
-            from .inspector import stop
-
-            stop()
+            stop_spark()
     print(table(runs))
     failures = [msg for r in runs for msg in r.failures()]
     for msg in failures:

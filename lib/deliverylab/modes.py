@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import checker as C
-from . import faults as F
+from . import faults
 from .errors import bad_value
 
 COMMIT_STRATEGIES = ("before", "after", "transaction")
@@ -59,7 +59,7 @@ class DeliveryMode:
     def allowed_under(self, fault: str) -> frozenset[str]:
         """What a run under ``fault`` may show: :attr:`allowed` plus what the fault
         causes by design (see :attr:`deliverylab.faults.Fault.permits`)."""
-        return F.allowed(self.allowed, fault, self.transactional)
+        return faults.allowed(self.allowed, fault, self.transactional)
 
     def with_commits(self, txn_size: int | None = None,
                      commit_interval_ms: float | None = None) -> DeliveryMode:

@@ -17,22 +17,19 @@ messages sent (the workload calls ``schedule.tick(sent)``), or at seeded random 
 from __future__ import annotations
 
 import inspect
-import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from confluent_kafka import KafkaException
 
 from .cluster import ready
 from .errors import LabError, QuorumWarning, bad_value
 from .faults import FAULTS, fault
-from .framing import api_key
 from .history import History
-from .proxy import AckLoss, Hold
+from .proxy.framing import api_key
+from .proxy.proxy import AckLoss, Hold
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -91,56 +88,6 @@ def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]
     if missing:
         raise bad_value(f"{name} arguments", args, "values for " + ", ".join(missing))
     return args
-
-
-def wait_whole(cluster: Cluster, topics: Iterable[str], timeout: float = 120.0,
-               steady: float = 4.0) -> dict[str, Any]:
-    """Wait until every broker is registered and every partition of ``topics`` has a
-    leader and all its replicas in sync -- and has stayed so for ``steady`` seconds.
-    Returns the metadata that showed it whole (topic name -> ``TopicMetadata``): a
-    second metadata request may reach a broker that does not know the topic yet, so
-    callers read leaders and replicas from this, never from a new request.
-
-    Why steady: right after a broker is killed and restarted, the metadata may still
-    show the old registration (the controller fences a dead broker only after
-    ``broker.session.timeout.ms``, 3 s here); "whole" must outlast that.
-    """
-    nodes = set(cluster.nodes)
-    topics = list(topics)
-    since: list[float] = []
-
-    def whole_now() -> dict[str, Any] | None:
-        md = cluster.admin().list_topics(timeout=5)
-        if set(md.brokers) != nodes:
-            return None
-        seen = {}
-        for name in topics:
-            meta = md.topics.get(name)
-            if meta is None or meta.error is not None or not meta.partitions:
-                return None
-            for p in meta.partitions.values():
-                if p.leader < 0 or sorted(p.isrs) != sorted(p.replicas):
-                    return None
-            seen[name] = meta
-        return seen
-
-    def whole() -> dict[str, Any] | None:
-        try:
-            now = whole_now()
-        except KafkaException:
-            now = None
-        if now is None:
-            since.clear()
-            return None
-        if not since:
-            since.append(time.monotonic())
-        # a truthy value even for no topics: "every broker up" held
-        return (now or {"": None}) if time.monotonic() - since[0] >= steady else None
-
-    seen = ready.wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
-                     f"in sync for {steady:g} s", whole, ready.Deadline(timeout),
-                     explain=getattr(cluster, "_why_stuck", None))
-    return {name: meta for name, meta in seen.items() if name}
 
 
 class Nemesis:
@@ -231,7 +178,7 @@ class Nemesis:
         Armed on ``node``'s proxy, or on every proxy with one shared budget. The client
         hears nothing and gives up after its own timeout; :meth:`release_held` or
         :meth:`inject_held` delivers the request late. ``record.handle`` is the
-        :class:`~deliverylab.proxy.Hold`: ``record.handle.wait(10)`` returns once held.
+        :class:`~deliverylab.proxy.proxy.Hold`: ``record.handle.wait(10)`` returns once held.
         """
         with self._lock:
             t = self.now()
@@ -278,23 +225,24 @@ class Nemesis:
         """SIGKILL the broker leading ``topic``/``partition`` now.
 
         After :meth:`pause_followers`, the leader remembered then: with its followers
-        frozen, asking the cluster "who leads?" may wait on a paused broker.
+        frozen, asking the cluster "who leads?" may wait on a paused broker. That kill
+        is the second step of the isolation, and allowed even where it leaves fewer than
+        a majority of the controller voters running until the followers resume (the
+        leader and a paused follower both voters: on 2 brokers always, on 4-5 when the
+        replicas fall so); any other kill that would is refused as usual.
         """
-        return self._kill_leader(topic, partition)
-
-    def _kill_leader(self, topic: str, partition: int,
-                     allow_quorum_loss: bool | None = None) -> FaultRecord:
         with self._lock:
             t = self.now()
             isolated = self._isolated.pop((topic, partition), None)
+            allow = None
             if isolated is not None and self.cluster.status().get(isolated[0]) == "up":
-                leader = isolated[0]
+                leader, allow = isolated[0], True
                 self.windows.append((isolated[1], t, topic))
             else:
                 leader = self._leader(topic, partition)
-            with warnings.catch_warnings():  # only isolate_leader allows it: it says why
+            with warnings.catch_warnings():  # the isolation's kill: the docstring says why
                 warnings.simplefilter("ignore", QuorumWarning)
-                self.cluster.kill(leader, allow_quorum_loss=allow_quorum_loss)
+                self.cluster.kill(leader, allow_quorum_loss=allow)
             return self._record("kill_leader", {"topic": topic, "partition": partition}, t,
                                 f"killed broker {leader}, leader of {topic}/{partition}",
                                 leader)
@@ -371,10 +319,9 @@ class Nemesis:
         a write to a partition that leader leads was acknowledged after the pause.
 
         The kill may leave fewer than a majority of the controller voters running for
-        the moment until the followers resume (the leader and a paused follower are both
-        voters: on 2 brokers always, on 4-5 when the replicas fall so): allowed here,
-        since the resume follows at once and only the killed leader stays down -- which
-        any cluster of 2 brokers or more survives.
+        the moment until the followers resume (see :meth:`kill_leader`): the resume
+        follows at once, and only the killed leader stays down -- which any cluster of
+        2 brokers or more survives.
         """
         with self._lock:
             # Ask for leaders now: with the followers paused, metadata requests may hang.
@@ -392,7 +339,7 @@ class Nemesis:
                 time.sleep(0.05)
             time.sleep(0.2)
             try:
-                killed = self._kill_leader(topic, partition, allow_quorum_loss=True)
+                killed = self.kill_leader(topic, partition)
             finally:
                 for node in followers:
                     self.cluster.resume(node)
@@ -562,7 +509,7 @@ class Nemesis:
                     restarted.append(node)
             self._isolated.clear()
             if resumed or restarted or rejoined:
-                wait_whole(self.cluster, sorted(self._topics))
+                ready.wait_whole(self.cluster, sorted(self._topics))
             # Connect workers (chapter 07) after the brokers they need: resumed, restarted.
             workers = [line for connect in getattr(self.cluster, "connects", ())
                        for line in connect.heal()]
@@ -574,263 +521,3 @@ class Nemesis:
             parts += workers
             parts.append("healed the proxies" if self.cluster.proxies else "no proxies")
             return self._record("heal", {}, t, "; ".join(parts))
-
-
-# --- schedules ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class At:
-    """Trigger: ``seconds`` after the schedule started."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Sent:
-    """Trigger: once the workload reports ``count`` messages sent."""
-
-    count: int
-
-
-Trigger = At | Sent
-
-
-@dataclass(frozen=True)
-class Step:
-    """One scheduled fault: its trigger, its name, its arguments."""
-
-    trigger: Trigger
-    fault: str
-    args: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.trigger, At):
-            s = self.trigger.seconds
-            if not isinstance(s, (int, float)) or isinstance(s, bool) or s < 0:
-                raise bad_value("at", s, "a number of seconds >= 0")
-        elif isinstance(self.trigger, Sent):
-            c = self.trigger.count
-            if not isinstance(c, int) or isinstance(c, bool) or c < 0:
-                raise bad_value("sent", c, "a whole number of messages >= 0")
-        else:
-            raise bad_value("trigger", self.trigger, "At(seconds) or Sent(count)")
-        fault(self.fault)  # a name outside the registry fails here, before any run
-        object.__setattr__(self, "args", dict(self.args))
-
-    def to_param(self) -> dict[str, Any]:
-        """The papermill form: ``{"sent": 500, "fault": "kill_leader", "topic": "t"}``."""
-        when = ({"at": self.trigger.seconds} if isinstance(self.trigger, At)
-                else {"sent": self.trigger.count})
-        return {**when, "fault": self.fault, **self.args}
-
-
-def _step(item: Step | Mapping[str, Any] | Sequence[Any]) -> Step:
-    """A Step from a Step, a papermill dict, or a ``(trigger, fault[, args])`` tuple."""
-    if isinstance(item, Step):
-        return item
-    if isinstance(item, Mapping):
-        rest = dict(item)
-        if ("at" in rest) == ("sent" in rest):
-            raise bad_value("schedule step", item, "a dict with exactly one of 'at' "
-                            "(seconds) or 'sent' (messages), and 'fault'")
-        trigger: Trigger = At(rest.pop("at")) if "at" in rest else Sent(rest.pop("sent"))
-        if "fault" not in rest:
-            raise bad_value("schedule step", item, "a dict with a 'fault' name")
-        fault = rest.pop("fault")
-        args = rest.pop("args", {})
-        return Step(trigger, fault, {**args, **rest})
-    if isinstance(item, Sequence) and not isinstance(item, str) and len(item) in (2, 3):
-        trigger, fault = item[0], item[1]
-        if isinstance(trigger, (int, float)) and not isinstance(trigger, bool):
-            trigger = At(float(trigger))  # a bare number is a time offset
-        args = dict(item[2]) if len(item) == 3 else {}
-        return Step(trigger, fault, args)
-    raise bad_value("schedule step", item,
-                    "a Step, a dict like {'sent': 500, 'fault': 'kill_leader', 'topic': 't'}"
-                    ", or a tuple (At(5) or Sent(500), 'fault name', {args})")
-
-
-class Schedule:
-    """Faults fired by triggers: time offsets and message counts.
-
-    The workload calls :meth:`tick` with its count of messages sent (as often as it
-    likes); each due step fires once, in list order, through ``nemesis.apply`` -- the
-    same door a button uses. Count triggers are exactly reproducible; time triggers are
-    as precise as the ticks.
-
-    >>> s = Schedule([(Sent(500), "kill_leader", {"topic": "t"}), (Sent(900), "heal")])
-    >>> s = Schedule([{"sent": 500, "fault": "kill_leader", "topic": "t"}])  # papermill
-    """
-
-    def __init__(self, steps: Iterable[Step | Mapping[str, Any] | Sequence[Any]] = (),
-                 seed: int | None = None) -> None:
-        self.steps: tuple[Step, ...] = tuple(_step(s) for s in steps)
-        self.seed = seed
-        self.fired: list[tuple[Step, FaultRecord]] = []
-        self._next = 0  # steps are fired in order; index of the first not fired
-        self._nemesis: Any = None
-        self._t0: float | None = None
-        self._lock = threading.Lock()
-
-    # ------------------------------------------------------------ constructors
-    @classmethod
-    def random(cls, seed: int, faults: Sequence[str] = ("lose_ack", "kill_leader",
-                                                        "pause_broker", "partition_client"),
-               steps: int = 3, sent: tuple[int, int] | None = (100, 1000),
-               seconds: tuple[float, float] | None = None, topic: str | None = None,
-               nodes: Sequence[int] = (1, 2, 3), heal: bool = True) -> Schedule:
-        """A seeded random schedule: the same seed gives the same faults, always.
-
-        The trigger range (``sent`` messages, or ``seconds`` if given) is cut into
-        ``steps`` equal slots; each slot gets one fault drawn from ``faults`` at a
-        random point of its first half, and (with ``heal``) a ``heal`` at three
-        quarters, so faults never overlap and the run ends healed. Faults needing a
-        node get one drawn from ``nodes``; ``kill_leader`` needs ``topic``;
-        ``lose_ack`` aims at ``topic``'s leader if given, else at any broker.
-        """
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise bad_value("seed", seed, "a whole number")
-        names = [faults] if isinstance(faults, str) else list(faults)
-        if not names:
-            raise bad_value("faults", faults, "at least one of " + ", ".join(CLUSTER_FAULTS))
-        for name in names:
-            validate(name, _random_args(name, random.Random(0), topic or "t", (1,)))
-        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-            raise bad_value("steps", steps, "a whole number >= 1")
-        if "kill_leader" in names and topic is None:
-            raise bad_value("topic", topic, "a topic name (kill_leader needs one)")
-        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-            raise bad_value("steps", steps, "a whole number >= 1")
-        if seconds is not None:
-            lo, hi = seconds
-        elif sent is not None:
-            lo, hi = sent
-        else:
-            raise bad_value("sent/seconds", None, "a (low, high) range for one of them")
-        if not 0 <= lo < hi:
-            raise bad_value("range", (lo, hi), "(low, high) with 0 <= low < high")
-
-        def make(x: float) -> Trigger:
-            return At(round(x, 3)) if seconds is not None else Sent(int(x))
-
-        rng = random.Random(seed)
-        slot = (hi - lo) / steps
-        out: list[Step] = []
-        for i in range(steps):
-            name = rng.choice(names)
-            start = lo + i * slot
-            out.append(Step(make(start + rng.uniform(0, slot / 2)), name,
-                            _random_args(name, rng, topic, nodes)))
-            if heal and name != "heal":
-                out.append(Step(make(start + slot * 3 / 4), "heal"))
-        return cls(out, seed=seed)
-
-    @classmethod
-    def spread(cls, items: Iterable[str | Mapping[str, Any]], count: int) -> Schedule:
-        """A chapter's papermill ``faults``: fault names spread evenly over a stream of
-        ``count`` values (with two, after 1/3 and 2/3 of it), or dicts
-        ``{"fault": name, "sent": n}`` to fire after exactly ``n`` values."""
-        items = list(items or ())
-        bare = sum(isinstance(item, str) for item in items)
-        steps: list[Step] = []
-        k = 0
-        for item in items:
-            if isinstance(item, str):
-                k += 1
-                steps.append(Step(Sent(max(1, round(count * k / (bare + 1)))), item))
-            elif isinstance(item, Mapping) and "sent" in item:
-                sent = item["sent"]
-                if not isinstance(sent, int) or isinstance(sent, bool) or not 0 <= sent <= count:
-                    raise bad_value("sent", sent, f"a whole number from 0 to {count}")
-                steps.append(_step(item))
-            else:
-                raise bad_value("fault", item, "a fault name, or {'fault': name, 'sent': n}")
-        return cls(sorted(steps, key=lambda step: step.trigger.count))
-
-    @classmethod
-    def from_params(cls, params: Iterable[Mapping[str, Any]] | None) -> Schedule:
-        """From a papermill parameter: a list of dicts (see :meth:`Step.to_param`)."""
-        return cls(params or ())
-
-    def to_params(self) -> list[dict[str, Any]]:
-        return [s.to_param() for s in self.steps]
-
-    # ------------------------------------------------------------------ running
-    def start(self, nemesis: Any) -> Schedule:
-        """Bind to a Nemesis, or a FaultPanel (anything with ``apply`` and ``now``: a
-        panel presses its button of that name), and start the clock."""
-        if isinstance(nemesis, Nemesis):
-            for step in self.steps:
-                validate(step.fault, step.args)
-        with self._lock:
-            self._nemesis = nemesis
-            self._t0 = nemesis.now()
-            self._next = 0
-            self.fired.clear()
-        return self
-
-    def elapsed(self) -> float:
-        if self._t0 is None:
-            return 0.0
-        return self._nemesis.now() - self._t0
-
-    def due(self, step: Step, sent: int | None) -> bool:
-        if isinstance(step.trigger, At):
-            return self.elapsed() >= step.trigger.seconds
-        return sent is not None and sent >= step.trigger.count
-
-    def tick(self, sent: int | None = None) -> list[FaultRecord]:
-        """Fire the due steps (in order; a step waits for the ones before it).
-
-        ``sent`` is the workload's count of messages sent so far. Returns the records
-        of the faults fired by this call (usually none).
-        """
-        if self._nemesis is None:
-            raise LabError("call schedule.start(nemesis) before tick()")
-        fired: list[FaultRecord] = []
-        with self._lock:
-            while self._next < len(self.steps) and self.due(self.steps[self._next], sent):
-                step = self.steps[self._next]
-                self._next += 1  # fired, even if it raises: never fire it twice
-                record = self._nemesis.apply(step.fault, **step.args)
-                self.fired.append((step, record))
-                fired.append(record)
-        return fired
-
-    @property
-    def done(self) -> bool:
-        return self._next >= len(self.steps)
-
-    @property
-    def pending(self) -> tuple[Step, ...]:
-        return self.steps[self._next:]
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-    def __iter__(self):
-        return iter(self.steps)
-
-    def __repr__(self) -> str:
-        seed = f" seed={self.seed}" if self.seed is not None else ""
-        body = "; ".join(_describe(s) for s in self.steps)
-        return f"<Schedule{seed} {len(self.steps)} step(s): {body}>"
-
-
-def _describe(step: Step) -> str:
-    when = (f"at {step.trigger.seconds:g}s" if isinstance(step.trigger, At)
-            else f"sent {step.trigger.count}")
-    args = ", ".join(f"{k}={v!r}" for k, v in step.args.items())
-    return f"{when} {step.fault}({args})"
-
-
-def _random_args(name: str, rng: random.Random, topic: str | None,
-                 nodes: Sequence[int]) -> dict[str, Any]:
-    if name in NODE_FAULTS:
-        return {"node": rng.choice(list(nodes))}
-    if name == "kill_leader":
-        return {"topic": topic}
-    if name == "lose_ack":
-        return {"topic": topic} if topic is not None else {}
-    return {}

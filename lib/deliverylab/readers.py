@@ -24,10 +24,10 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from . import values as V
-from .clients import config
+from .clients import bootstrap_of, config
+from .cluster.ready import wait_whole
 from .errors import LabError, bad_value
 from .history import Read
-from .nemesis import wait_whole
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 
@@ -39,9 +39,6 @@ class ReadTimeout(LabError):
     not yet read into a "lost" one, an anomaly nobody saw.
     """
 
-
-def _bootstrap(target: object) -> str:
-    return target if isinstance(target, str) else target.bootstrap_servers
 
 
 def _isolation(isolation: str) -> str:
@@ -60,7 +57,7 @@ def read_back(target: object, topics: Iterable[str], isolation: str = "read_comm
     partial read is never returned.
     """
     _isolation(isolation)
-    bootstrap = _bootstrap(target)
+    bootstrap = bootstrap_of(target)
     consumer = Consumer(config(bootstrap, **{
         "group.id": f"read-back-{time.monotonic_ns()}", "enable.auto.commit": False,
         "isolation.level": isolation, "enable.partition.eof": True}))
@@ -108,7 +105,7 @@ def read_back(target: object, topics: Iterable[str], isolation: str = "read_comm
 def final_read(cluster: Any, topics: Iterable[str], isolation: str = "read_committed",
                attempts: int = 3) -> list[Any]:
     """The final drain of a run: wait until the cluster is whole, then read the topics
-    back (:func:`~deliverylab.workload.read_back`), retrying a client error caused by a
+    back (:func:`~deliverylab.readers.read_back`), retrying a client error caused by a
     broker that was just restarted."""
     topics = list(topics)
     wait_whole(cluster, topics)
@@ -127,7 +124,7 @@ def committed_offsets(cluster: Any, group: str, topic: str) -> dict[int, int]:
     Asked with a consumer that carries the group's id but never subscribes, so it does
     not join the group (and cannot disturb a rebalance under way).
     """
-    consumer = Consumer(config(_bootstrap(cluster), **{"group.id": group,
+    consumer = Consumer(config(bootstrap_of(cluster), **{"group.id": group,
                                                        "enable.auto.commit": False}))
     try:
         meta = consumer.list_topics(topic, timeout=10).topics[topic]
@@ -152,7 +149,7 @@ def peek(cluster: Any, topic: str, isolation: str, seconds: float = 3.0) -> list
     ``seconds`` (from the beginning): what a reader sees *right now*. A
     read_committed reader stops at the last stable offset and waits there."""
     _isolation(isolation)
-    consumer = Consumer(config(_bootstrap(cluster), **{
+    consumer = Consumer(config(bootstrap_of(cluster), **{
         "group.id": f"peek-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": isolation}))
     got: list[str] = []
@@ -183,7 +180,7 @@ def _admin(target: Any) -> AdminClient:
     admin = getattr(target, "admin", None)
     if callable(admin):
         return admin()
-    return AdminClient(config(_bootstrap(target)))
+    return AdminClient(config(bootstrap_of(target)))
 
 
 def partitions(target: Any, name: str, timeout: float = 15.0, where: str = "") -> list[int]:

@@ -12,7 +12,7 @@ Every run has the same shape, so that runs are comparable across modes and fault
 
 The processing stage of step 3 is the Python loop (``stage="python"``, the default) or
 chapter 05's Spark Structured Streaming query (``stage="spark"``, into one of its sinks:
-:func:`deliverylab.streaming_scene.crash_scene` is the run, crashed by the registry's
+:func:`deliverylab.spark.scene.crash_scene` is the run, crashed by the registry's
 ``crash_query`` or ``kill_driver`` after a seeded batch). A Spark run's row is named
 ``spark/<sink>`` and held to :data:`SPARK_CLAIMS`.
 
@@ -37,7 +37,7 @@ from confluent_kafka import KafkaException, Producer
 
 from . import checker as C
 from . import values as V
-from .clients import Recorder, config, is_fencing
+from .clients import Fenced, Recorder, TxnProducer, config
 from .cluster import Cluster
 from .errors import LabError, bad_value
 from .faults import SCENARIO_FAULTS
@@ -46,14 +46,15 @@ from .modes import DeliveryMode, claim_failures
 from .modes import mode as get_mode
 from .nemesis import Nemesis
 from .readers import pending_count, read_back
-from .streaming import CRASHES, MAX_OFFSETS, SINKS
+from .spark.query import CRASHES, MAX_OFFSETS, SINKS
+from .spark.scene import crash_scene
 from .workload import Pipeline, PipelineReport, ProducerWorkload
 
 #: The faults a Scenario runs: "none", then the registry's scenario faults.
 FAULTS: tuple[str, ...] = ("none", *SCENARIO_FAULTS)
 
 #: The processing stages: the Python loop (:class:`~deliverylab.workload.Pipeline`) or
-#: the Spark query (:class:`~deliverylab.streaming.SparkPipeline`).
+#: the Spark query (:class:`~deliverylab.spark.pipeline.SparkPipeline`).
 STAGES: tuple[str, ...] = ("python", "spark")
 
 #: The faults the Spark stage runs: "none", then the registry's two Spark crashes.
@@ -161,7 +162,7 @@ class Scenario:
             Spark stage runs ``fault`` "none" or a Spark crash (:data:`SPARK_FAULTS`);
             ``mode`` is then the input producer's (a non-transactional one: every input
             offset is a record, so a replay's size is exactly what ``offsets/N`` says).
-        sink: Spark stage: one of :data:`deliverylab.streaming.SINKS`.
+        sink: Spark stage: one of :data:`deliverylab.spark.query.SINKS`.
         max_offsets: Spark stage: offsets per micro-batch.
         master: Spark stage: the Spark master (default: the Inspector's ``local[2]``).
     """
@@ -241,8 +242,7 @@ class Scenario:
                          time.monotonic() - t0, history, (source, sink))
 
     def _run_spark(self, seed: int, cluster: Cluster) -> RunResult:
-        """One :func:`~deliverylab.streaming_scene.crash_scene`, as a matrix run."""
-        from .streaming_scene import crash_scene
+        """One :func:`~deliverylab.spark.scene.crash_scene`, as a matrix run."""
 
         t0 = time.monotonic()
         crash_at = self.crash_batch(seed)
@@ -394,35 +394,39 @@ class _Run:
         Transactional: the successor's init fences the zombie, whose next commit fails
         with a fatal fenced error, so its values are aborted. Without a transactional.id
         nothing tells the zombie it has been replaced, and both instances' writes stay.
+        The transactional zombie is a :class:`~deliverylab.clients.TxnProducer` (the
+        one hand-driven transactional producer); both write producer-0's values.
         """
         mode = self.s.mode
-        conf = dict(mode.producer)
+        zombie: TxnProducer | None = None
         if mode.transactional:
-            conf["transactional.id"] = f"{self.tag}-producer"
-        zombie = Producer(config(self.cluster.bootstrap_servers, **conf))
-        # The zombie writes the same values as producer-0 (the same logical producer).
-        recorder = Recorder(self.history, "zombie", self.source)
-        txn = "zombie/txn-1" if mode.transactional else None
-        if mode.transactional:
-            zombie.init_transactions(30)
-            zombie.begin_transaction()
-            self.history.record("zombie", "begin_txn", "ok", txn=txn)
-        for seq in range(self.trigger):
-            recorder.send(zombie, V.ValueId("producer-0", seq), seq % self.s.partitions, txn)
-        zombie.flush(30)
-        recorder.settle("no delivery report after 30 s")
+            zombie = TxnProducer(self.cluster, self.source, self.history,
+                                 transactional_id=f"{self.tag}-producer", process="zombie",
+                                 mode=mode, writer="producer-0",
+                                 transaction_timeout_ms=mode.producer["transaction.timeout.ms"])
+            zombie.write(self.trigger)  # begins zombie/txn-1, left open: the stall
+        else:
+            plain = Producer(config(self.cluster.bootstrap_servers, **mode.producer))
+            recorder = Recorder(self.history, "zombie", self.source)
+            for seq in range(self.trigger):
+                recorder.send(plain, V.ValueId("producer-0", seq), seq % self.s.partitions)
+            plain.flush(30)
+            recorder.settle("no delivery report after 30 s")
         # The successor: the same logical producer, restarted, writes everything again.
         self.producer().run(self.s.values)
-        self.history.record("zombie", "fault", "info", fault="zombie_producer", txn=txn,
+        self.history.record("zombie", "fault", "info", fault="zombie_producer",
+                            txn=zombie.txn if zombie else None,
                             detail="the stalled first instance comes back")
         fenced = False
-        if mode.transactional:
+        if zombie is not None:
             try:
-                zombie.commit_transaction(30)
-                self.history.record("zombie", "commit_txn", "ok", txn=txn)
-            except KafkaException as exc:
-                fenced = is_fencing(exc)
-                self.history.record("zombie", "commit_txn", "fail", txn=txn, error=exc)
+                zombie.commit()
+            except Fenced:
+                fenced = True
+            except KafkaException:  # recorded by commit(); not a fence: not a fenced zombie
+                pass
+            finally:
+                zombie.close()
         self.facts["zombie_fenced"] = fenced
 
     # ----------------------------------------------------------------- process

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from . import tools
 from . import values as V
+from .cluster import tools
 from .errors import LabError, bad_value
 
 if TYPE_CHECKING:

@@ -86,7 +86,7 @@ def test_a_chapter_in_the_compose_lab_runs_its_brokers_as_sibling_containers(
     env = {**os.environ, "DELIVERYLAB_LAB_IMAGE": lab_image, dk.IMAGE_ENV: broker_image}
     cmd = [*_compose(), "-f", str(DOCKER_DIR / "compose.yml"), "-p", project, "run", "--rm",
            "--no-deps", "-v", f"{out}:/home/lab/out", "-e", "DELIVERYLAB_PROGRESS=text",
-           "lab", "python", "-m", "deliverylab.course", "--small", "--no-html",
+           "lab", "python", "-m", "deliverylab.classroom.course", "--small", "--no-html",
            "--out", "/home/lab/out", "00_tour"]
     try:
         results, executed = _run_chapter_00(cmd, out, env)
@@ -129,7 +129,8 @@ def test_without_the_socket_the_same_chapter_runs_on_local_processes(lab_image: 
     out.chmod(0o777)
     name = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
     cmd = ["docker", "run", "--rm", "--name", name, "-v", f"{out}:/home/lab/out",
-           "-e", "DELIVERYLAB_PROGRESS=text", lab_image, "python", "-m", "deliverylab.course",
+           "-e", "DELIVERYLAB_PROGRESS=text", lab_image, "python", "-m",
+           "deliverylab.classroom.course",
            "--small", "--no-html", "--out", "/home/lab/out", "00_tour"]
     try:
         results, executed = _run_chapter_00(cmd, out)
@@ -209,7 +210,7 @@ def test_stopping_the_lab_spares_a_watchdog_s_removal_in_progress(lab_image: str
     out.chmod(0o777)
     name = f"deliverylab-labtest-{uuid.uuid4().hex[:6]}"
     # The owner hands its watchdog a slow command, then exits: the watchdog runs it now.
-    owner = ("import json\nfrom deliverylab.cluster.local import start_reaper\n"
+    owner = ("import json\nfrom deliverylab.process.children import start_reaper\n"
              "r = start_reaper()\n"
              "r.stdin.write('exec ' + json.dumps(['sh', '-c', "
              "'sleep 15; touch /home/lab/out/cleaned']) + '\\n')\nr.stdin.flush()\n")

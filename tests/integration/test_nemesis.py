@@ -28,7 +28,7 @@ def test_the_at_most_once_isolate_leader_cell_holds_on_every_size(brokers):
         run = Scenario("AT_MOST_ONCE", "isolate_leader", values=100).run(7, cluster)
         assert run.result.valid, run.result.summary()
         assert run.failures() == []  # acknowledged writes lost, none twice: every run
-        assert [f["name"] for f in run.faults][0] == "isolate_leader"
+        assert "isolate_leader" in [f["name"] for f in run.faults]
         assert set(cluster.status().values()) == {"up"}
 
 
@@ -44,7 +44,7 @@ def test_isolate_leader_runs_wherever_the_replicas_fall(five, replicas):
     cluster = five
     topic = f"iso-{uuid.uuid4().hex[:8]}"
     cluster.admin().create_topics(
-        [NewTopic(topic, replica_assignment=[replicas])])[topic].result(30)
+        [NewTopic(topic, num_partitions=1, replica_assignment=[replicas])])[topic].result(30)
     leader = cluster.wait_leader(topic, 0)
     nemesis = Nemesis(cluster)
     record = nemesis.isolate_leader(topic, 0, hold=0.1)

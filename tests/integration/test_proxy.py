@@ -1,41 +1,24 @@
-"""The fault proxy, the Nemesis and the recipes on a real 3-broker cluster.
-
-The recipes are the course's central claims, so each runs five times on fresh topics and
-must show its outcome *every* time: a demo that shows the anomaly only sometimes is
-worse than none.
-"""
+"""The fault proxy and the Nemesis on the shared real 3-broker cluster (the ``cluster``
+fixture of tests/conftest.py, healed after each test). The recipes built on them are
+tested in tests/integration/chapters/test_recipes.py."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from deliverylab import recipes, values
+from deliverylab import values
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.history import History
-from deliverylab.nemesis import Nemesis, Schedule, Sent
+from deliverylab.nemesis import Nemesis
+from deliverylab.schedule import Schedule, Sent
 
 pytestmark = pytest.mark.cluster
 REPEAT = 5
-
-
-@pytest.fixture(scope="module")
-def proxied() -> Iterator[Cluster]:
-    """One 3-node cluster with a fault proxy per broker, for this module."""
-    with Cluster.start(brokers=3, proxy=True) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def cluster(proxied: Cluster) -> Iterator[Cluster]:
-    """The shared cluster, healed after each test whatever the test broke."""
-    yield proxied
-    Nemesis(proxied).heal()
 
 
 def fresh(prefix: str) -> str:
@@ -64,50 +47,6 @@ def read_all(bootstrap: str, topic: str, partitions: int, expect: int,
     finally:
         consumer.close()
     return out
-
-
-# --- the recipes, five times each -----------------------------------------------------
-
-
-def test_lost_ack_duplicates_without_idempotence_every_time(cluster: Cluster):
-    for i in range(REPEAT):
-        result = recipes.lost_ack_duplicate(cluster, fresh(f"lost-ack-{i}"), idempotent=False)
-        assert result.acks_dropped == 1, result
-        assert result.copies == 2, f"run {i}: {result}"
-        assert result.error is None and result.acked_offset in result.offsets
-
-
-def test_lost_ack_single_copy_with_idempotence_every_time(cluster: Cluster):
-    for i in range(REPEAT):
-        result = recipes.lost_ack_duplicate(cluster, fresh(f"lost-ack-idem-{i}"),
-                                            idempotent=True)
-        assert result.acks_dropped == 1, result
-        assert result.copies == 1, f"run {i}: {result}"
-        assert result.offsets == (result.acked_offset,)
-
-
-def test_acks1_acknowledged_write_is_lost_every_time(cluster: Cluster):
-    for i in range(REPEAT):
-        result = recipes.acked_then_lost(cluster, fresh(f"acks1-{i}"), acks=1)
-        print(result, result.phases)
-        assert result.acked_before_kill and result.acked, f"run {i}: {result}"
-        assert result.lost and result.copies == 0, f"run {i}: {result}"
-        labels = [label for _, label in result.records]
-        assert result.before in labels and result.after in labels  # the controls survive
-        # The offset the client was given now holds another value.
-        assert dict(result.records)[result.acked_offset] == result.after
-        assert result.new_leader != result.old_leader
-        assert cluster.status() == {1: "up", 2: "up", 3: "up"}
-
-
-def test_acks_all_acknowledged_write_survives_every_time(cluster: Cluster):
-    for i in range(REPEAT):
-        result = recipes.acked_then_lost(cluster, fresh(f"acksall-{i}"), acks="all")
-        print(result, result.phases)
-        assert not result.acked_before_kill, f"run {i}: {result}"
-        assert result.acked and result.present and not result.lost, f"run {i}: {result}"
-        assert result.copies == 1
-        assert cluster.status() == {1: "up", 2: "up", 3: "up"}
 
 
 # --- the proxy under ordinary traffic -------------------------------------------------

@@ -1,7 +1,7 @@
 """Every chapter, executed headless with papermill, must demonstrate its claim.
 
 Each chapter runs with the course's small parameters and its headless fault schedule
-(``deliverylab.course``: the same run as ``make course``), asserts its own claim in its
+(``deliverylab.classroom.course``: the same run as ``make course``), asserts its own claim in its
 last cells, and writes a results file; here we check that file, claim by claim, with
 counts stated independently of the notebook. Executed notebooks are kept in
 ``test-artifacts/labs/`` for post-mortems.
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from deliverylab import course
+from deliverylab.classroom import course
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 CHAPTERS = course.discover(LABS)

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import pytest
 
 from deliverylab.cluster import free_ports
-from deliverylab.framing import parse_request_header, parse_response_correlation
-from deliverylab.proxy import Proxy
+from deliverylab.proxy.framing import parse_request_header, parse_response_correlation
+from deliverylab.proxy.proxy import Proxy
 
 
 def recv_exact(conn: socket.socket, n: int) -> bytes | None:

@@ -431,3 +431,12 @@ def test_reads_from_records_accepts_the_shapes_a_reader_hands_back():
     ]
     assert [r.reader for r in reads] == ["read_committed"] * 4 + ["ru"]
     assert reads[4] == Read("t", 1, 4, "producer-1:0", "ru")
+
+
+def test_extra_copies_counts_every_copy_beyond_the_first():
+    from deliverylab.checker import extra_copies
+
+    assert extra_copies([]) == 0
+    assert extra_copies(["a", "b", None, None]) == 0  # None: not a lab value
+    assert extra_copies(["a", "a", "a", "b", "b"]) == 3
+    assert extra_copies(["a", "a", "a", "b", "b"], only={"b"}) == 1

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab import course, params
+from deliverylab.classroom import course
 from deliverylab.errors import BadValue
 from deliverylab.faults import FAULTS, SCENARIO_FAULTS, check_names, fault
 from deliverylab.modes import CLAIMS, MODES
 from deliverylab.nemesis import CLUSTER_FAULTS, Nemesis
+from deliverylab.notebook import params
+from deliverylab.notebook.widgets import FaultSpec
 from deliverylab.scenario import FAULTS as SCENARIO_CHOICES
-from deliverylab.widgets import FaultSpec
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 

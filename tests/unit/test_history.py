@@ -15,14 +15,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from deliverylab.errors import BadValue
-from deliverylab.history import (
-    History,
-    Op,
-    classify,
-    error_name,
-    outcome_of,
-    parse_value,
-)
+from deliverylab.history import History, Op, classify, error_name, outcome_of, parse_value
 from deliverylab.values import ValueId
 
 # --- Op ------------------------------------------------------------------------------

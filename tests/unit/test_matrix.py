@@ -13,8 +13,9 @@ from deliverylab.errors import BadValue
 from deliverylab.faults import FAULTS
 from deliverylab.history import History, Read
 from deliverylab.modes import mode
+from deliverylab.notebook import plots
 from deliverylab.scenario import SPARK_CLAIMS, SPARK_FAULTS, RunResult, Scenario
-from deliverylab.streaming import SINKS
+from deliverylab.spark.query import SINKS
 
 
 def python_run(mode_name: str, fault: str, duplicates: int = 0, seed: int = 1,
@@ -196,7 +197,7 @@ def test_load_names_a_missing_or_wrong_file(tmp_path):
         M.load(bad)
 
 
-def test_counts_and_heatmap_show_k_of_n_with_jepsen_names(tmp_path):
+def test_counts_failures_and_heatmap_show_k_of_n_with_jepsen_names(tmp_path):
     runs = [python_run("AT_LEAST_ONCE", "lose_ack", duplicates=1, acks_lost=1, seed=1),
             python_run("AT_LEAST_ONCE", "lose_ack", acks_lost=1, seed=2),
             python_run("IDEMPOTENT", "lose_ack", duplicates=1, acks_lost=1),
@@ -210,7 +211,10 @@ def test_counts_and_heatmap_show_k_of_n_with_jepsen_names(tmp_path):
     assert cells[("AT_LEAST_ONCE", "lose_ack")]["held"] == 1  # seed 2 lacked the dup
     assert cells[("IDEMPOTENT", "lose_ack")]["broken"] == {"duplicates"}
     assert cells[("spark/kafka", "crash_query")]["k"]["pipeline_extra"] == 1
-    fig = M.heatmap(runs, save=tmp_path / "matrix.png")
+    assert M.failures(cells) == (
+        {"AT_LEAST_ONCE / lose_ack": "1/2", "IDEMPOTENT / lose_ack": "0/1"},
+        {"IDEMPOTENT / lose_ack": ["duplicates"]})
+    fig = plots.heatmap(runs, save=tmp_path / "matrix.png")
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert labels[:3] == ["lost write", "duplicate", "aborted read (G1a)"]
@@ -226,7 +230,7 @@ def test_counts_and_heatmap_show_k_of_n_with_jepsen_names(tmp_path):
     assert (tmp_path / "matrix.png").stat().st_size > 1000
     assert fig._repr_png_().startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="runs=\\[\\] is not accepted"):
-        M.heatmap([])
+        plots.heatmap([])
 
 
 def test_run_matrix_refuses_a_misspelt_stage_before_running_anything():

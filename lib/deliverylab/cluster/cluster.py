@@ -9,25 +9,25 @@ from __future__ import annotations
 
 import atexit
 import shutil
-import socket
 import tempfile
 import threading
 import time
 import warnings
 import weakref
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .. import jars
 from ..clients import config
 from ..errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning, bad_value
+from ..process.children import start_reaper, tail
+from ..process.ports import check_port, free_ports
+from ..runtime import jars
 from . import quorum as kraft
 from . import ready
-from .local import LocalBackend, start_reaper, tail
+from .local import LocalBackend
 from .properties import ClusterSpec, NodePorts, new_kafka_id
 
 BACKENDS = ("local", "docker", "auto")
@@ -41,27 +41,6 @@ class _StartMethod:
         if obj is None:
             return lambda **kwargs: cls(**kwargs).start()
         return obj._start
-
-
-def free_ports(count: int) -> list[int]:
-    """Ask the kernel for ``count`` distinct free ports on 127.0.0.1."""
-    with ExitStack() as stack:
-        socks = []
-        for _ in range(count):
-            s = stack.enter_context(socket.socket())
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-
-
-def check_port(port: int) -> None:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise PortTaken(f"port {port} on 127.0.0.1 is taken by another process; "
-                            "pass base_port=None to pick free ports, or another base_port"
-                            ) from exc
 
 
 class ClusterStatus(dict):
@@ -239,7 +218,7 @@ class Cluster:
         return LocalBackend(self.workdir, self.kafka_version, self.jvm_opts)
 
     def _start_proxies(self) -> None:
-        from ..proxy import Proxy  # the fault proxy is optional for a plain cluster
+        from ..proxy.proxy import Proxy  # the fault proxy is optional for a plain cluster
 
         for node in self.spec.nodes:
             proxy = Proxy(listen_port=node.advertised, target_port=node.client,
@@ -595,11 +574,11 @@ class Cluster:
     def connect(self, workers: int = 2, exactly_once: bool = False,
                 **options: Any) -> Any:
         """Start a Kafka Connect cluster of ``workers`` JVMs on this cluster (distributed
-        mode, chapter 07) and return its :class:`~deliverylab.connect.Connect`; it stops
+        mode, chapter 07) and return its :class:`~deliverylab.connect.connect.Connect`; it stops
         with this cluster. ``exactly_once`` sets ``exactly.once.source.support=enabled``
         on every worker; ``options`` go to ``Connect`` (``offset_flush_ms``, ``group``...).
         """
-        from ..connect import Connect
+        from ..connect.connect import Connect
 
         self._require_started()
         connect = Connect(self, workers, exactly_once, **options)
@@ -627,14 +606,14 @@ class Cluster:
     def tool_command(self, name: str, *args: str) -> str:
         """The shell line to run Kafka's tool ``name`` (e.g. ``"kafka-topics"``) against
         this cluster, to paste in a terminal; on the direct listeners, so fault proxies
-        never hide the answer. ``cluster.tool(...)`` runs it (see deliverylab.tools)."""
-        from ..tools import command_line
+        never hide the answer. ``cluster.tool(...)`` runs it (see deliverylab.cluster.tools)."""
+        from .tools import command_line
 
         return command_line(name, *args, bootstrap=self.direct_bootstrap_servers)
 
     def tool(self, name: str, *args: str, timeout: float = 120.0) -> str:
         """Run :meth:`tool_command` and return the tool's standard output."""
-        from ..tools import run
+        from .tools import run
 
         return run(name, *args, bootstrap=self.direct_bootstrap_servers, timeout=timeout)
 

@@ -42,8 +42,8 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from .. import jars
 from ..errors import BrokerExited, LabError, PortTaken
+from ..runtime import jars
 from .local import BROKER_JVM_OPTS, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
 from .properties import ClusterSpec, NodePorts, render, server_properties
 

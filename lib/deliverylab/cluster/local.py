@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -22,9 +21,10 @@ from typing import IO
 
 import psutil
 
-from .. import jars
 from ..errors import BrokerExited, LabError
-from ..java import find_java
+from ..process.children import tail
+from ..runtime import classpaths, jars
+from ..runtime.java import find_java
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
 
 # Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
@@ -79,7 +79,7 @@ class LocalBackend:
                  jvm_opts: list[str] | None = None) -> None:
         self.workdir = workdir
         self.java = find_java()
-        self.libs = jars.kafka_libs(kafka_version)
+        self.libs = classpaths.kafka_libs(kafka_version)
         archive = class_archive(kafka_version)
         # -Xshare:auto (the default) falls back silently if the archive does not fit.
         shared = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
@@ -336,24 +336,3 @@ def copy_storage(template: Path, data: Path, cluster_id: str) -> None:
             line = f"directory.id={new_kafka_id()}"
         lines.append(line)
     meta.write_text("\n".join(lines) + "\n")
-
-
-def tail(path: Path, lines: int = 20) -> str:
-    """Last ``lines`` lines of a log, or an empty string if it does not exist yet."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 64 * 1024))
-            text = fh.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def start_reaper() -> subprocess.Popen:
-    """Start the watchdog that outlives us (see :mod:`.reaper`)."""
-    return subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("reaper.py"))],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        text=True, start_new_session=True, close_fds=True,
-    )

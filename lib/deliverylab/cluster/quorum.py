@@ -181,7 +181,7 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
 
 def _leader_from(body: bytes) -> int | None:
     """The leader id a DescribeQuorum v0 response names, or None on an error."""
-    from ..framing import _uvarint  # the one varint decoder of the package
+    from ..proxy.framing import _uvarint  # the one varint decoder of the package
 
     i = 4  # correlation id
     _tags, i = _uvarint(body, i)
@@ -226,7 +226,7 @@ def probe_leader(addresses: Mapping[int, tuple[str, int]], timeout: float = 1.0)
 def with_quorum(cluster: object, text: str, html_text: str) -> tuple[str, str]:
     """A status line (plain and HTML) with the cluster's quorum part appended.
 
-    For :class:`~deliverylab.widgets.FaultPanel`, in one call: the wording lives here
+    For :class:`~deliverylab.notebook.widgets.FaultPanel`, in one call: the wording lives here
     beside the quorum logic. Unchanged for anything without a running quorum (a
     stopped cluster, a test double); never raises, as a status refresh must not.
     """

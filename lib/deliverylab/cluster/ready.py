@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
@@ -218,3 +219,53 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
         for consumer in early_consumer:
             consumer.close()
         aside.shutdown(wait=False, cancel_futures=True)
+
+
+def wait_whole(cluster: Any, topics: Iterable[str], timeout: float = 120.0,
+               steady: float = 4.0) -> dict[str, Any]:
+    """Wait until every broker is registered and every partition of ``topics`` has a
+    leader and all its replicas in sync -- and has stayed so for ``steady`` seconds.
+    Returns the metadata that showed it whole (topic name -> ``TopicMetadata``): a
+    second metadata request may reach a broker that does not know the topic yet, so
+    callers read leaders and replicas from this, never from a new request.
+
+    Why steady: right after a broker is killed and restarted, the metadata may still
+    show the old registration (the controller fences a dead broker only after
+    ``broker.session.timeout.ms``, 3 s here); "whole" must outlast that.
+    """
+    nodes = set(cluster.nodes)
+    topics = list(topics)
+    since: list[float] = []
+
+    def whole_now() -> dict[str, Any] | None:
+        md = cluster.admin().list_topics(timeout=5)
+        if set(md.brokers) != nodes:
+            return None
+        seen = {}
+        for name in topics:
+            meta = md.topics.get(name)
+            if meta is None or meta.error is not None or not meta.partitions:
+                return None
+            for p in meta.partitions.values():
+                if p.leader < 0 or sorted(p.isrs) != sorted(p.replicas):
+                    return None
+            seen[name] = meta
+        return seen
+
+    def whole() -> dict[str, Any] | None:
+        try:
+            now = whole_now()
+        except KafkaException:
+            now = None
+        if now is None:
+            since.clear()
+            return None
+        if not since:
+            since.append(time.monotonic())
+        # a truthy value even for no topics: "every broker up" held
+        return (now or {"": None}) if time.monotonic() - since[0] >= steady else None
+
+    seen = wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
+                     f"in sync for {steady:g} s", whole, Deadline(timeout),
+                     explain=getattr(cluster, "_why_stuck", None))
+    return {name: meta for name, meta in seen.items() if name}

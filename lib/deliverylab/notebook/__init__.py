@@ -1,0 +1,2 @@
+"""The notebook face: fault buttons, progress bars, plots, the chapter verdict and its
+parameters. Only chapters and notebooks use it; the machinery never imports it."""

@@ -1,0 +1,1 @@
+"""What the JVMs need: the pinned jars (and their download) and a Java to run them."""

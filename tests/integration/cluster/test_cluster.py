@@ -1,0 +1,279 @@
+"""The Cluster on real brokers: serving, faults, transactions, clean-up, errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from deliverylab.clients import config
+from deliverylab.cluster import Cluster
+from deliverylab.cluster.quorum import with_quorum
+from deliverylab.errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning
+
+pytestmark = pytest.mark.cluster
+LIB = str(Path(__file__).resolve().parents[3] / "lib")
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], **settings) -> int:
+    """Produce with acks=all and return how many were acknowledged."""
+    acked = []
+    producer = Producer(config(bootstrap, acks="all", **settings))
+    for v in values:
+        producer.produce(topic, v, on_delivery=lambda err, msg: acked.append(err is None))
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return sum(acked)
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, isolation: str,
+             expect: int | None = None, timeout: float = 20.0) -> list[bytes]:
+    """Read a topic from the start; stop at ``expect`` records or at end of partitions."""
+    consumer = Consumer(config(bootstrap, **{
+        "group.id": f"reader-{time.monotonic_ns()}", "isolation.level": isolation,
+        "enable.auto.commit": False, "enable.partition.eof": True}))
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[bytes] = []
+    eof: set[int] = set()
+    end = time.monotonic() + timeout
+    try:
+        while time.monotonic() < end:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == msg.error()._PARTITION_EOF:
+                    eof.add(msg.partition())
+                    if len(eof) == partitions and (expect is None or len(out) >= expect):
+                        break
+                continue
+            out.append(msg.value())
+    finally:
+        consumer.close()
+    return out
+
+
+@pytest.fixture(params=[1, 2, 3, 4, 5], ids=lambda n: f"{n}-brokers")
+def sized(request) -> Iterator[Cluster]:
+    """A cluster of every size the chapters accept: 3 is the shared one (healed after),
+    the others start here with small heaps (they hold a topic of one partition)."""
+    if request.param == 3:
+        yield request.getfixturevalue("cluster")
+        return
+    with Cluster.start(brokers=request.param, jvm_opts=["-Xmx256m"]) as cluster:
+        yield cluster
+
+
+def test_failover_and_quorum_at_every_size(sized, topic_name):
+    """Kill the leader of an RF=min(3, size) partition: a new leader for 2+ brokers, a
+    reason for 1. Then take a majority of voters away: refused unless asked for, and
+    when done, waits say the quorum has no leader rather than timing out blindly."""
+    cluster = sized
+    plan = cluster.quorum_plan
+    cluster.create_topic(topic_name, partitions=1, replication_factor=min(3, cluster.size))
+    before = cluster.status()
+    assert set(before.values()) == {"up"}
+    controller = before.quorum.leader
+    assert controller in plan.voters
+    assert f"active controller {controller}" in repr(before)
+    assert with_quorum(cluster, "x", "<div></div>")[0].endswith(f"controller {controller}")
+    old = cluster.leader(topic_name, 0)
+    cluster.kill(old)
+    if cluster.size == 1:
+        with pytest.raises(ClusterNotReady) as err:
+            cluster.wait_leader(topic_name, 0, timeout=3)
+        assert "waiting for a leader of" in str(err.value)
+        assert "a 1-broker cluster has no other replica or controller to fail over to" \
+            in str(err.value)
+        return
+    new = cluster.wait_leader(topic_name, 0, exclude=(old,), timeout=60)
+    assert new != old and cluster.status()[new] == "up"
+    assert cluster.quorum().leader in plan.voters
+    # Pause running voters until the next pause would leave no majority: refused.
+    running = [v for v in plan.voters if v in cluster.nodes and cluster.status()[v] == "up"]
+    while not cluster.quorum().down or len(plan.voters) - len(cluster.quorum().down) > 2:
+        cluster.pause(running.pop(), allow_quorum_loss=False)  # the quorum survives these
+    victim = running.pop()
+    with pytest.raises(QuorumLost, match=r"^refused: pausing node \d leaves the controller "
+                       r"quorum \(voters 1,2,3\) with only 1 of 3 running"):
+        cluster.pause(victim, allow_quorum_loss=False)
+    assert cluster.status()[victim] == "up", "a refused fault does nothing"
+    with pytest.warns(QuorumWarning, match="no controller, so no elections"):
+        cluster.pause(victim, allow_quorum_loss=True)
+    assert "NO LEADER" in cluster.quorum().line()
+    with pytest.raises(ClusterNotReady, match="the controller quorum has no leader: voters "
+                       r"1,2,3 and 2 of them are down \("):
+        cluster.wait_leader(topic_name, 0, exclude=tuple(cluster.nodes), timeout=2)
+
+
+def test_produce_and_consume_everything(cluster, topic_name):
+    cluster.create_topic(topic_name, partitions=3)
+    values = [f"v{i}".encode() for i in range(1000)]
+    assert produce(cluster.bootstrap_servers, topic_name, values) == 1000
+    got = read_all(cluster.bootstrap_servers, topic_name, 3, "read_committed", expect=1000)
+    assert sorted(got) == sorted(values)
+    assert set(cluster.status().values()) == {"up"}
+
+
+def test_kill_leader_elects_new_one_and_old_rejoins_isr(cluster, topic_name):
+    cluster.create_topic(topic_name, partitions=1, config={"min.insync.replicas": 2})
+    old = cluster.leader(topic_name, 0)
+    cluster.kill(old)
+    assert cluster.status()[old] == "dead"
+    new = cluster.wait_leader(topic_name, 0, exclude=(old,))
+    assert new != old
+    assert produce(cluster.bootstrap_servers, topic_name, [b"after-kill"] * 10) == 10
+    cluster.restart(old)
+    assert cluster.status()[old] == "up"
+    isr = cluster.wait_isr(topic_name, 0, 3)
+    assert old in isr
+
+
+def test_pause_and_resume(cluster, topic_name):
+    cluster.create_topic(topic_name, partitions=1)
+    node = [n for n in cluster.nodes if n != cluster.leader(topic_name, 0)][0]
+    pid = cluster.backend.pid(node)
+    cluster.pause(node)
+    assert cluster.status()[node] == "paused"
+    assert psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    # The leader still takes acks=all writes: the paused follower drops out of the ISR.
+    assert produce(cluster.bootstrap_servers, topic_name, [b"while-paused"] * 5) == 5
+    cluster.resume(node)
+    assert cluster.status()[node] == "up"
+    assert psutil.Process(pid).status() != psutil.STATUS_STOPPED
+    assert node in cluster.wait_isr(topic_name, 0, 3)
+
+
+def transactions(bootstrap: str, topic: str) -> None:
+    producer = Producer(config(bootstrap, **{"transactional.id": f"tx-{topic}"}))
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, f"aborted-{i}".encode(), partition=i % 2)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, f"committed-{i}".encode(), partition=i % 2)
+    producer.commit_transaction(30)
+
+
+def check_isolation(bootstrap: str, topic: str) -> None:
+    committed = read_all(bootstrap, topic, 2, "read_committed", expect=5)
+    uncommitted = read_all(bootstrap, topic, 2, "read_uncommitted", expect=10)
+    assert sorted(committed) == sorted(f"committed-{i}".encode() for i in range(5))
+    assert sorted(uncommitted) == sorted(
+        [f"committed-{i}".encode() for i in range(5)]
+        + [f"aborted-{i}".encode() for i in range(5)])
+
+
+def test_transactions_committed_visible_aborted_hidden(cluster, topic_name):
+    cluster.create_topic(topic_name, partitions=2)
+    transactions(cluster.bootstrap_servers, topic_name)
+    check_isolation(cluster.bootstrap_servers, topic_name)
+
+
+def test_single_broker_runs_transactions(topic_name):
+    with Cluster.start(brokers=1) as single:
+        assert single.status() == {1: "up"}
+        single.create_topic(topic_name, partitions=2)
+        transactions(single.bootstrap_servers, topic_name)
+        check_isolation(single.bootstrap_servers, topic_name)
+        workdir = single.workdir
+        pid = single.backend.pid(1)
+    assert not workdir.exists(), "data directory removed on stop"
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_owner_killed_with_sigkill_leaves_no_broker(tmp_path):
+    """A kernel restart is a SIGKILL of the owner: the reaper must take the brokers down."""
+    script = tmp_path / "owner.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time
+        from deliverylab.cluster import Cluster
+        c = Cluster.start(brokers=1)
+        print(c.backend.pid(1), c.workdir, flush=True)
+        time.sleep(600)
+    """))
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": LIB})
+    line = owner.stdout.readline().split()
+    assert line, "the owner did not start its cluster"
+    broker_pid, workdir = int(line[0]), Path(line[1])
+    assert psutil.pid_exists(broker_pid)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and psutil.pid_exists(broker_pid):
+        time.sleep(0.2)
+    gone = not psutil.pid_exists(broker_pid) or \
+        psutil.Process(broker_pid).status() == psutil.STATUS_ZOMBIE
+    assert gone, f"broker {broker_pid} outlived its owner"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and workdir.exists():
+        time.sleep(0.2)
+    assert not workdir.exists()
+
+
+def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": LIB}, timeout=120)
+
+
+def test_missing_java_says_so(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java here
+    proc = run_python("from deliverylab.cluster import Cluster; Cluster.start(brokers=1)", env)
+    assert proc.returncode != 0
+    assert "JavaNotFound: Java not found" in proc.stderr
+    assert "Java 17 or newer" in proc.stderr
+
+
+def test_old_java_says_so(tmp_path):
+    fake = tmp_path / "java"
+    fake.write_text('#!/bin/sh\necho \'java version "1.8.0_392"\' >&2\n')
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = f"{tmp_path}:/usr/bin:/bin"
+    proc = run_python("from deliverylab.cluster import Cluster; Cluster.start(brokers=1)", env)
+    assert proc.returncode != 0
+    assert f"{fake} (version 8)" in proc.stderr
+
+
+def test_port_taken_is_named():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(PortTaken, match=f"port {port} on 127.0.0.1 is taken"):
+            Cluster.start(brokers=1, base_port=port)
+
+
+def test_broker_exiting_during_start_shows_its_log():
+    with pytest.raises(BrokerExited) as err:
+        Cluster.start(brokers=1, overrides={"authorizer.class.name": "no.such.Authorizer"})
+    assert "node 1 exited" in str(err.value)
+    assert "no.such.Authorizer" in err.value.log_tail
+
+
+def test_readiness_timeout_names_the_condition():
+    with pytest.raises(ClusterNotReady, match=r"waiting for the cluster to be ready \(all 3 "
+                       "brokers registered in the metadata"):
+        Cluster.start(brokers=3, ready_timeout=1)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="brokers=0 is not accepted"):
+        Cluster(brokers=0)
+    with pytest.raises(ValueError, match="backend='kubernetes' is not accepted"):
+        Cluster(backend="kubernetes")

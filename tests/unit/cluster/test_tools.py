@@ -1,0 +1,48 @@
+"""The tool launchers without a cluster: names, bootstrap filling, console scripts."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from deliverylab.cluster import tools
+from deliverylab.errors import BadValue
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_bootstrap_is_filled_only_where_the_tool_takes_one():
+    assert tools.with_bootstrap("kafka-topics", ["--list"], "127.0.0.1:1") == [
+        "--bootstrap-server", "127.0.0.1:1", "--list"]
+    assert tools.with_bootstrap("kafka-topics", ["--bootstrap-server", "h:2", "--list"],
+                                "127.0.0.1:1") == ["--bootstrap-server", "h:2", "--list"]
+    assert tools.with_bootstrap("kafka-dump-log", ["--files", "a.log"], "127.0.0.1:1") == [
+        "--files", "a.log"]
+
+
+def test_command_line_is_a_shell_line_naming_the_tool():
+    line = tools.command_line("kafka-transactions", "list", bootstrap="127.0.0.1:9")
+    assert "kafka-transactions" in line
+    assert line.endswith("--bootstrap-server 127.0.0.1:9 list")
+
+
+def test_an_unknown_tool_is_named_with_the_choices():
+    with pytest.raises(BadValue, match="tool='kafka-acls' is not accepted; expected one of "
+                                       "kafka-topics"):
+        tools.command_line("kafka-acls")
+
+
+def test_every_console_script_points_at_a_launcher_for_its_own_tool():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(scripts) == set(tools.TOOLS)
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        assert module == "deliverylab.cluster.tools"
+        assert getattr(tools, func).__name__ == name.replace("-", "_")
+
+
+def test_help_lists_the_tools(capsys):
+    assert tools.main(["--help"]) == 0
+    assert "kafka-consumer-groups" in capsys.readouterr().err

@@ -1,0 +1,171 @@
+"""The package's shape, checked: the three import rules and the size limit.
+
+The rules (docs/whats-here.md says why):
+1. The ground vocabulary (errors, values, history, checker, modes, faults) imports only
+   itself: every other module may lean on it, so it leans on nothing.
+2. The machinery never imports a face or a chapter kit: ``notebook/``, ``classroom/``,
+   ``grade/`` and ``chapters/`` import the machinery, never the other way round.
+   ``chapters/`` is imported by the faces and notebooks only (and by tests, benches).
+3. No import circle between modules, counting imports inside functions too (only
+   ``if TYPE_CHECKING:`` blocks, which never run, are left out).
+
+Plus: no module over 650 lines. The graph is read from the source (``ast``), so a test
+fails on the line that breaks a rule, before anything runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[2] / "lib" / "deliverylab"
+GROUND = {"errors", "values", "history", "checker", "modes", "faults"}
+FACES = {"notebook", "classroom", "grade", "chapters"}
+MAX_LINES = 650
+
+
+def _module_name(path: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(LIB).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_package else parts), is_package
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def _graph() -> dict[str, set[tuple[str, int]]]:
+    """Module -> the package's modules it imports (with the line), '' = the facade."""
+    modules = {_module_name(p)[0] for p in LIB.rglob("*.py")}
+    graph: dict[str, set[tuple[str, int]]] = {}
+    for path in LIB.rglob("*.py"):
+        name, is_package = _module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        skip = _type_checking_lines(tree)
+        edges: set[tuple[str, int]] = set()
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in skip:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = name.split(".") if name else []
+                if not is_package:
+                    base = base[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                stem = ".".join([*base, *([node.module] if node.module else [])])
+                for alias in node.names:  # `from . import jars` imports a module
+                    sub = f"{stem}.{alias.name}".strip(".")
+                    targets.append(sub if sub in modules else stem)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "deliverylab"):
+                stem = node.module.removeprefix("deliverylab").lstrip(".")
+                for alias in node.names:
+                    sub = f"{stem}.{alias.name}".strip(".")
+                    targets.append(sub if sub in modules else stem)
+            elif isinstance(node, ast.Import):
+                targets += [a.name.removeprefix("deliverylab").lstrip(".")
+                            for a in node.names if a.name.startswith("deliverylab")]
+            edges.update((t, node.lineno) for t in targets if t != name)
+        graph[name] = edges
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_the_graph_sees_the_package():
+    # A reader that found nothing would pass every rule below.
+    assert {"cluster.cluster", "nemesis", "proxy.proxy", "spark.inspector"} <= set(GRAPH)
+    assert any(t == "cluster.ready" for t, _ in GRAPH["nemesis"])
+
+
+def test_the_ground_vocabulary_imports_only_itself():
+    broken = [f"{m} imports {t} (line {line})" for m in GROUND
+              for t, line in GRAPH[m] if t not in GROUND]
+    assert not broken, broken
+
+
+def test_the_machinery_never_imports_a_face_or_a_chapter_kit():
+    machinery = [m for m in GRAPH if m and _top(m) not in FACES]
+    broken = [f"{m} imports {t} (line {line})" for m in machinery
+              for t, line in GRAPH[m] if _top(t) in FACES]
+    assert not broken, broken
+
+
+def test_chapter_kits_are_imported_by_kits_and_graders_only():
+    broken = [f"{m} imports {t} (line {line})" for m in GRAPH if m
+              for t, line in GRAPH[m]
+              if _top(t) == "chapters" and _top(m) not in {"chapters", "grade"}]
+    assert not broken, broken
+
+
+def _circles(graph: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w, _ in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_between_modules():
+    # The facade ('') imports nothing at import time; packages' __init__ re-exports are
+    # modules too, so proxy/__init__ -> proxy.proxy -> proxy (a circle) would show.
+    assert not _circles(GRAPH)
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _circles({"a": {("b", 1)}, "b": {("c", 1)}, "c": {("a", 1)}, "d": set()}) == [
+        ["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("path", sorted(LIB.rglob("*.py")), ids=lambda p: str(p.relative_to(LIB)))
+def test_no_module_is_over_650_lines(path: Path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(LIB)}: {lines} lines; split it by role"
+
+
+def test_the_top_level_holds_only_the_facade_and_the_vocabulary():
+    vocabulary = GROUND | {"clients", "workload", "readers", "segments", "nemesis",
+                           "schedule", "scenario", "matrix"}
+    top = {p.stem for p in LIB.glob("*.py")} - {"__init__"}
+    assert top == vocabulary, sorted(top ^ vocabulary)
