@@ -429,6 +429,17 @@ class Result:
             if self.counts.get(a, 0) and a not in self.allowed and a not in INFORMATIONAL
         ]
 
+    def judged_by(self, allowed: Iterable[str]) -> Result:
+        """The same findings judged by other rules (e.g. a mode's own ``allowed`` set
+        instead of the one its fault widened): a verdict is always relative to rules."""
+        allowed = frozenset(allowed)
+        unknown = allowed - set(ANOMALIES)
+        if unknown:
+            raise bad_value("allowed", sorted(unknown), f"names from {', '.join(ANOMALIES)}")
+        valid = all(not n or a in allowed or a in INFORMATIONAL for a, n in self.counts.items())
+        return Result(valid=valid, counts=dict(self.counts), examples=dict(self.examples),
+                      allowed=allowed, stats=dict(self.stats))
+
     def summary(self) -> str:
         """One paragraph, generated from the counts: what the student saw."""
         s = self.stats

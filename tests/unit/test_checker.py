@@ -356,6 +356,18 @@ def test_allowed_anomalies_keep_the_result_valid():
     assert "NOT allowed" in forbidden.summary()
 
 
+def test_judged_by_other_rules_changes_the_verdict_not_the_findings():
+    history, reads = clean()
+    reads.append(read("producer-0:1", 3))
+    lenient = check(history, reads, allowed={DUPLICATES})
+    strict = lenient.judged_by(frozenset())
+    assert lenient.valid and not strict.valid
+    assert strict.violations() == [DUPLICATES] and strict.counts == lenient.counts
+    assert strict.judged_by({DUPLICATES}).valid
+    with pytest.raises(BadValue, match="allowed="):
+        lenient.judged_by({"dupes"})
+
+
 def test_check_rejects_unknown_anomaly_names():
     with pytest.raises(BadValue, match="allowed="):
         check([], [], allowed={"dupes"})

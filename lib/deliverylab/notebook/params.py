@@ -204,6 +204,7 @@ SPECS: dict[str, dict[str, Spec]] = {
         "backend": BACKEND, "brokers": Spec("int", 3, 5), "seed": _COMMON["seed"],
         "results_path": _COMMON["results_path"], "lines": Spec("int", 10, 100_000),
         "interval_ms": Spec("int", 5000, 60_000),
+        "flush_ms": Spec("int", 500, 600_000), "kill_after_lines": Spec("int", 10, 99_999),
         "actions": Spec("names", choices=("Append 50 lines", "kill_worker", "stop_worker",
                                           "pause_worker", "resume_worker", "restart_worker",
                                           "restart_task"))},
@@ -239,6 +240,10 @@ def check(chapter: str, scope: MutableMapping[str, Any]) -> dict[str, Any]:
         raise bad_value("crash_at", out["crash_at"], "a batch before the last one: with "
                         f"values={out['values']} and max_offsets={out['max_offsets']}, "
                         f"below {max(0, -(-out['values'] // out['max_offsets']) - 1)}")
+    if "kill_after_lines" in out and "lines" in out and out["kill_after_lines"] >= out["lines"]:
+        raise bad_value("kill_after_lines", out["kill_after_lines"],
+                        f"a whole number below lines ({out['lines']}): the kill comes "
+                        "mid-stream")
     for name in ("crash_after", "stall_after"):
         if name in out and "values" in out and out[name] >= out["values"]:
             raise bad_value(name, out[name], f"a whole number below values ({out['values']})"

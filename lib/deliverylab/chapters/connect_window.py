@@ -1,0 +1,155 @@
+"""A Connect worker killed mid-stream, with an offset flush interval the student chooses.
+
+Chapter 07's first kill comes after every line is in Kafka and before the lab's
+10-minute offset flush: the committed position is always the start of the file, and the
+prediction is always "every line". Here the student picks ``offset.flush.interval.ms``
+and the moment of the kill, so the committed position at the kill is wherever the last
+flush left it, and the duplicate count is a computation:
+
+    duplicates = lines already in Kafka at the kill that end past the committed position
+
+Where the committed position *at the kill* comes from matters. Asking Connect's REST API
+just before the kill races the next flush; asking after it races the successor's first
+flush. So we read Connect's own offsets topic (``<group>-offsets``) after the kill and
+take the connector's last record written *before* the kill (record timestamps are the
+worker's clock, the same host's): that is exactly the position the successor starts at.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from ..clients import bootstrap_of, config
+from ..cluster import ready
+from ..errors import LabError, bad_value
+from .exactly_once_sources import Runs, SourceRun, after
+
+
+@dataclass
+class OffsetRecord:
+    """One record of Connect's offsets topic, for the file connector."""
+
+    connector: str
+    position: int | None  # None: a tombstone (offsets reset)
+    timestamp_ms: int
+
+
+def parse_offset_record(key: bytes | None, value: bytes | None,
+                        timestamp_ms: int) -> OffsetRecord | None:
+    """A file connector's offset record (key ``["<connector>", {partition}]``, value
+    ``{"position": N}``), or None for any other record."""
+    try:
+        k = json.loads(key) if key else None
+    except ValueError:
+        return None
+    if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str)):
+        return None
+    position = None
+    if value:
+        try:
+            position = json.loads(value).get("position")
+        except (ValueError, AttributeError):
+            return None
+    return OffsetRecord(k[0], None if position is None else int(position), timestamp_ms)
+
+
+def committed_before(records: list[OffsetRecord], connector: str,
+                     before_ms: int) -> int | None:
+    """The last position ``connector`` committed before ``before_ms`` (None: none)."""
+    mine = [r for r in records if r.connector == connector and r.timestamp_ms < before_ms]
+    return mine[-1].position if mine else None
+
+
+def offset_records(bootstrap: str, topic: str, timeout: float = 30.0) -> list[OffsetRecord]:
+    """Every file-connector record of Connect's offsets topic (one partition), in order."""
+    consumer = Consumer(config(bootstrap, **{"group.id": f"offsets-reader-{time.time_ns()}",
+                                             "enable.auto.commit": False}))
+    out: list[OffsetRecord] = []
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            raise LabError(f"Connect's offsets topic {topic!r} does not exist")
+        parts = sorted(meta.partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in parts}
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        done = {p for p in parts if ends[p] == 0}
+        deadline = time.monotonic() + timeout
+        while len(done) < len(parts):
+            if time.monotonic() > deadline:
+                raise LabError(f"could not read {topic!r} to its end within {timeout:g} s")
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            rec = parse_offset_record(msg.key(), msg.value(), msg.timestamp()[1])
+            if rec is not None:
+                out.append(rec)
+            if msg.offset() + 1 >= ends[msg.partition()]:
+                done.add(msg.partition())
+    finally:
+        consumer.close()
+    return out
+
+
+@dataclass
+class WindowRun:
+    """What the mid-stream kill saw; ``result`` is the run's read-back and counts."""
+
+    flush_ms: int
+    kill_after: int
+    position_at_kill: int | None
+    line_ends: list[int] = field(repr=False)
+    predicted: int = 0
+    found: int = 0
+    result: SourceRun | None = field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        return (f"offset.flush.interval.ms={self.flush_ms}: killed after {self.kill_after} "
+                f"lines in Kafka; committed position then {self.position_at_kill}; predicted "
+                f"{self.predicted} duplicates, found {self.found}")
+
+
+def kill_mid_stream(runs: Runs, connect: Any, lines: int, kill_after: int,
+                    chunk: int = 10, pace_s: float = 0.5) -> WindowRun:
+    """Append ``kill_after`` lines in chunks of ``chunk`` every ``pace_s`` (so flushes
+    land mid-stream), wait until they are in Kafka, SIGKILL the task's worker, read the
+    committed position at the kill, append the rest; the other worker finishes."""
+    if not (isinstance(kill_after, int) and isinstance(lines, int) and 1 <= kill_after < lines):
+        raise bad_value("kill_after", kill_after, f"a whole number from 1 to {lines - 1} "
+                        "(fewer than the lines written)")
+    if connect.exactly_once or len(connect.workers) < 2:
+        raise bad_value("connect", connect, "a Connect cluster without exactly-once support "
+                        "and with 2 or more workers (one takes over)")
+    name, topic, source = runs._begin(connect, "plain-window")
+    result = SourceRun("plain-window", name, topic)
+    written = 0
+    while written < kill_after:
+        n = min(chunk, kill_after - written)
+        source.append(n)
+        written += n
+        time.sleep(pace_s)
+    runs.wait_count(topic, "read_uncommitted", kill_after, 60)
+    owner = connect.task_worker(name)
+    kill_ms = int(time.time() * 1000)
+    runs.nemesis.apply("kill_worker", worker=owner, connector=name)
+    bootstrap = bootstrap_of(runs.cluster, direct=True)
+    records = offset_records(bootstrap, f"{connect.group}-offsets")
+    position = committed_before(records, name, kill_ms)
+    ends = list(source.ends)
+    predicted = after(ends, position)
+    result.observed.update(position_before=position, predicted=predicted, owner=owner)
+    taker = connect.wait_task(name, exclude=(owner,), timeout=90)
+    result.observed["taken_over_by"] = taker
+    source.append(lines - kill_after)
+    try:  # the final read says what did arrive, if the prediction was wrong
+        runs.wait_count(topic, "read_uncommitted", lines + predicted, 60)
+    except ready.ClusterNotReady as exc:
+        result.notes.append(str(exc))
+    runs._finish(connect, name, topic, source, result)
+    return WindowRun(connect.offset_flush_ms, kill_after, position, ends, predicted,
+                     result.observed["uncommitted_duplicates"], result)

@@ -1,0 +1,44 @@
+"""connect_window: the committed position at the kill, from Connect's offsets records."""
+
+import json
+
+import pytest
+
+from deliverylab.chapters.connect_window import (
+    OffsetRecord,
+    committed_before,
+    kill_mid_stream,
+    parse_offset_record,
+)
+from deliverylab.errors import LabError
+
+
+def _key(name):
+    return json.dumps([name, {"filename": "/tmp/x.txt"}]).encode()
+
+
+def test_offset_records_are_parsed_and_others_ignored():
+    rec = parse_offset_record(_key("a"), b'{"position": 840}', 1000)
+    assert rec == OffsetRecord("a", 840, 1000)
+    assert parse_offset_record(_key("a"), None, 5).position is None  # tombstone
+    assert parse_offset_record(b"not json", b"{}", 5) is None
+    assert parse_offset_record(b'{"a": 1}', b"{}", 5) is None
+
+
+def test_the_position_at_the_kill_is_the_last_one_written_before_it():
+    recs = [OffsetRecord("a", 100, 1000), OffsetRecord("b", 999, 1500),
+            OffsetRecord("a", 300, 2000), OffsetRecord("a", 500, 3500)]  # 3500: successor
+    assert committed_before(recs, "a", 3000) == 300
+    assert committed_before(recs, "a", 900) is None
+    assert committed_before(recs, "c", 9999) is None
+
+
+class _Connect:
+    exactly_once = False
+    workers = [object(), object()]
+
+
+@pytest.mark.parametrize("lines, kill_after", [(100, 100), (100, 0), (100, 150)])
+def test_a_kill_outside_the_stream_is_refused(lines, kill_after):
+    with pytest.raises(LabError, match="kill_after"):
+        kill_mid_stream(None, _Connect(), lines, kill_after)
