@@ -117,7 +117,11 @@ old="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 # The classic builder works with every engine and needs no buildx plugin.
 DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >/dev/null 2>"$CACHE/build.log" \
     || fail "docker build failed: $(tail -1 "$CACHE/build.log")"
-# The image this one replaces, untagged now. Not forced: one a container uses stays.
+# The image this one replaces, if no tag names it any more. Never one another tag still
+# names (an identical build under another tag shares its id), nor one a container uses.
 new="$(docker image inspect -f '{{.Id}}' "$IMAGE")"
-[ -z "$old" ] || [ "$old" = "$new" ] || docker image rm "$old" >/dev/null 2>&1 || true
+if [ -n "$old" ] && [ "$old" != "$new" ] \
+        && [ "$(docker image inspect -f '{{len .RepoTags}}' "$old" 2>/dev/null)" = 0 ]; then
+    docker image rm "$old" >/dev/null 2>&1 || true
+fi
 echo "$IMAGE"

@@ -107,8 +107,12 @@ build() {
 old="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 build --target install -t "$repo:install$SUFFIX"
 build -t "$IMAGE" --label "deliverylab.inputs=$inputs"
-# Not forced: an image a container still uses, or one tagged elsewhere too, stays.
+# Only if no tag names it any more: never one another tag still names (an identical
+# build under another tag shares its id), nor one a container uses.
 new="$(docker image inspect -f '{{.Id}}' "$IMAGE")"
-[ -z "$old" ] || [ "$old" = "$new" ] || docker image rm "$old" >/dev/null 2>&1 || true
+if [ -n "$old" ] && [ "$old" != "$new" ] \
+        && [ "$(docker image inspect -f '{{len .RepoTags}}' "$old" 2>/dev/null)" = 0 ]; then
+    docker image rm "$old" >/dev/null 2>&1 || true
+fi
 docker image prune -f --filter label=deliverylab.image=lab >/dev/null 2>&1 || true
 echo "$IMAGE"

@@ -329,7 +329,12 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
     # the classpath it was launched with: spark.jars cannot reach its driver any more.
     relaunch = SparkContext._gateway is not None
     with _jvm_output(jvm_log()) as log:
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:  # the JVM's reason is in its log, not on our stderr
+            exc.add_note(f"the Spark JVM's own output ({log}), last lines:\n"
+                         + _tail(log))
+            raise
     spark.sparkContext.setLogLevel("ERROR")
     if not _has_connector(spark):
         spark.stop()
@@ -356,11 +361,19 @@ def stop() -> None:
         _session = None
 
 
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
 def _stop_at_exit() -> None:
     try:
         stop()
     except Exception:  # the JVM may already be gone; exiting must not print tracebacks
         pass
+    jvm_log().unlink(missing_ok=True)  # the lab leaves nothing in the temporary folder
 
 
 # On Unix pyspark's gateway JVM exits by itself when its Python parent dies, even by

@@ -322,6 +322,9 @@ def test_jars_of_other_modes_rebuild_the_image_and_the_broker_s_user_reads_them(
         assert labels[0] != labels[1]
     finally:
         subprocess.run(["docker", "image", "rm", "-f", image], capture_output=True)
+    # An identical build under another tag shares the session image's id: replacing it
+    # must not remove the image the session's tag still names (it did, in a cold CI run).
+    assert dk.image_present(broker_image), f"building {image} removed {broker_image}"
 
 
 def test_auto_picks_docker_when_engine_and_image_are_there(broker_image):
