@@ -252,7 +252,7 @@ def wait_whole(cluster: Any, topics: Iterable[str], timeout: float = 120.0,
             seen[name] = meta
         return seen
 
-    def whole() -> dict[str, Any] | None:
+    def whole() -> tuple[dict[str, Any]] | None:
         try:
             now = whole_now()
         except KafkaException:
@@ -262,10 +262,10 @@ def wait_whole(cluster: Any, topics: Iterable[str], timeout: float = 120.0,
             return None
         if not since:
             since.append(time.monotonic())
-        # a truthy value even for no topics: "every broker up" held
-        return (now or {"": None}) if time.monotonic() - since[0] >= steady else None
+        # in a 1-tuple: truthy even for no topics, when "every broker up" held
+        return (now,) if time.monotonic() - since[0] >= steady else None
 
-    seen = wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
-                     f"in sync for {steady:g} s", whole, Deadline(timeout),
-                     explain=getattr(cluster, "_why_stuck", None))
-    return {name: meta for name, meta in seen.items() if name}
+    (seen,) = wait_until(f"every broker up and every replica of {', '.join(topics) or '-'} "
+                         f"in sync for {steady:g} s", whole, Deadline(timeout),
+                         explain=getattr(cluster, "_why_stuck", None))
+    return seen
