@@ -87,6 +87,13 @@ class Children:
         self.procs[proc.pid] = (proc, log, name)
         return proc
 
+    def run_at_death(self, argv: Sequence[str]) -> None:
+        """Run ``argv`` if the owner dies without :meth:`close` (the hub: sweep what
+        JupyterHub started in other sessions)."""
+        import json
+
+        self._tell(f"exec {json.dumps(list(argv))}")
+
     def cleanup(self, path: Path) -> None:
         """Remove ``path`` when the owner dies (or at :meth:`close`)."""
         self._tell(f"cleanup {path}")

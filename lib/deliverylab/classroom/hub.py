@@ -1,0 +1,456 @@
+"""``make classroom``: a real JupyterHub on 127.0.0.1 serving the course to a class.
+
+    python -m deliverylab.classroom.hub start --students alice,bob,carol --password s3cret
+    python -m deliverylab.classroom.hub sweep --state build/classroom   # after a crash
+
+One Unix user per student (no Docker): the hub runs as root, each student logs in with
+the workshop's shared password (JupyterHub's ``SharedPasswordAuthenticator``) if their
+name is on the class list, and gets a single-user server running as their own Unix user
+(:mod:`.hub_spawner`). Why one user each: the kernel, the brokers and the Spark driver a
+chapter starts all run with that uid, so the home folder (0700) is private, no student
+can signal another's processes, and stopping a server can kill *every* process of that
+uid -- brokers, reapers, JVMs, whatever a student started -- which is the promise "a
+server stopped or culled leaves none of its processes" (:func:`sweep`).
+
+What students share, read only: the venv, the library and the jars cache
+(``DELIVERYLAB_CACHE``, a root-owned copy of the lab's cache with the class-data archives
+recorded at its own path: a JVM maps an archive only on the classpath it was recorded
+with). Each student formats brokers' storage into their own home (the shared storage
+cache is not writable, see ``cluster.local.storage_cache``).
+
+**Contract with the instructor's view** (``classroom/instructor.py``): student ``name``'s
+home folder is ``<homes>/<prefix><name>`` (default ``/home/dlab-<name>``); the course is
+copied to ``<home>/labs/`` at the first spawn, and a chapter run there writes its results
+file to ``<home>/labs/results/<chapter>.json`` (the notebook's ``results_path``, relative
+to its folder). :meth:`HubSettings.homes_glob` is that glob; ``<state>/settings.json``
+lists the same homes under ``"student_homes"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import LabError, bad_value
+
+ROOT = Path(__file__).resolve().parents[3]
+LIB = Path(__file__).resolve().parents[2]
+#: configurable-http-proxy, installed by ``make classroom`` (npm) into build/.
+CHP = ROOT / "build" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
+#: The class's shared, read-only jars cache (the lab's own sits in root's home, which
+#: students cannot enter).
+CLASS_CACHE = Path(os.environ.get("CLASS_CACHE", "/var/cache/deliverylab-class"))
+#: The comment on every Unix user this module creates: :func:`remove_students` removes
+#: only users that carry it.
+GECOS = "deliverylab classroom student"
+NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+@dataclass
+class HubSettings:
+    """Everything the hub's config (:mod:`.hub_spawner`) reads, saved as JSON."""
+
+    students: list[str]
+    password: str
+    state: str = str(ROOT / "build" / "classroom")
+    port: int = 8000
+    hub_port: int = 8081
+    homes: str = "/home"
+    prefix: str = "dlab-"
+    cache: str = str(CLASS_CACHE)
+    labs: str = str(ROOT / "labs")
+    venv_bin: str = str(Path(sys.executable).parent)
+    pythonpath: str = str(LIB)  # a worktree's or checkout's library in every server
+    chp: str = str(CHP)
+    #: Optional per-student passwords (a class list ``name:password`` per line): a student
+    #: then cannot log in as another, which the shared password alone allows.
+    passwords: dict[str, str] = field(default_factory=dict)
+    cull_timeout: int = 3600  # seconds idle before the culler stops a server
+    cull_every: int = 300
+    activity_interval: int = 60  # how often a server tells the hub it is in use
+    concurrent_spawn_limit: int = 10
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.students:
+            raise LabError("no students: give --students name,name,... (the class list)")
+        for name in self.students:
+            if not name or not set(name) <= NAME_CHARS or not name[0].isalpha():
+                raise bad_value("student name", name, "lower-case letters, digits and "
+                                "'-', starting with a letter")
+            if len(self.prefix + name) > 32:
+                raise bad_value("student name", name, f"at most {32 - len(self.prefix)} "
+                                f"characters with the prefix {self.prefix!r}")
+        for name, pw in self.passwords.items():
+            if name not in self.students or len(pw) < 8:
+                raise bad_value(f"class-list password of {name}", "*" * len(pw),
+                                "a listed student's password of 8 characters or more")
+        if len(self.password) < 8 and set(self.passwords) != set(self.students):
+            raise bad_value("password", "*" * len(self.password), "8 characters or more "
+                            "(JupyterHub's SharedPasswordAuthenticator asks for 8)")
+
+    def unix_name(self, student: str) -> str:
+        return self.prefix + student
+
+    def home(self, student: str) -> Path:
+        return Path(self.homes) / self.unix_name(student)
+
+    def homes_glob(self) -> str:
+        """The instructor's view reads ``<this>/labs/results/*.json``."""
+        return str(Path(self.homes) / f"{self.prefix}*")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def save(self) -> Path:
+        state = Path(self.state)
+        state.mkdir(parents=True, exist_ok=True)
+        state.chmod(0o700)  # the cookie secret and the database live here
+        path = state / "settings.json"
+        record = {**asdict(self), "student_homes": [str(self.home(s)) for s in self.students]}
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        path.chmod(0o600)
+        (state / "jupyterhub_config.py").write_text(
+            "# Written by deliverylab.classroom.hub: the settings are in settings.json.\n"
+            "from deliverylab.classroom.hub_spawner import configure\n\n"
+            f"configure(c, {str(path)!r})  # noqa: F821 -- c is JupyterHub's config\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> HubSettings:
+        data = json.loads(Path(path).read_text())
+        data.pop("student_homes", None)
+        return cls(**data)
+
+
+# --- Unix users ----------------------------------------------------------------------
+
+def ensure_student(settings: HubSettings, student: str) -> pwd.struct_passwd:
+    """The student's Unix user and private home (0700), with the course in ``labs/``.
+
+    Created once; the course is copied only if ``labs/`` is absent, so a student's work
+    survives a restart of their server."""
+    name, home = settings.unix_name(student), settings.home(student)
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        run(["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash",
+             "--user-group", "--comment", GECOS, name])
+        user = pwd.getpwnam(name)
+    home.chmod(0o700)
+    labs = home / "labs"
+    if not labs.exists():
+        shutil.copytree(settings.labs, labs, ignore=shutil.ignore_patterns(
+            "results", ".ipynb_checkpoints", "__pycache__"))
+        for path in [labs, *labs.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+    tmp = home / ".tmp"
+    tmp.mkdir(mode=0o700, exist_ok=True)
+    os.chown(tmp, user.pw_uid, user.pw_gid)
+    return user
+
+
+def remove_students(settings: HubSettings) -> list[str]:
+    """Sweep and delete the class's Unix users (only those this module created) and
+    their homes. Returns the names removed."""
+    gone = []
+    for student in settings.students:
+        name = settings.unix_name(student)
+        try:
+            user = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        if user.pw_gecos.split(",")[0] != GECOS:
+            raise LabError(f"Unix user {name} exists but was not made by the classroom "
+                           f"(its comment is {user.pw_gecos!r}): not removed")
+        sweep(user.pw_uid, what=f"{student}'s processes")
+        run(["userdel", "--remove", name], ok=(0, 12))  # 12: home already gone
+        shutil.rmtree(settings.home(student), ignore_errors=True)
+        gone.append(name)
+    return gone
+
+
+def run(argv: list[str], ok: tuple[int, ...] = (0,)) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if proc.returncode not in ok:
+        raise LabError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.strip()}")
+
+
+# --- every process of a student ------------------------------------------------------
+
+def processes_of(uid: int) -> list[int]:
+    """Pids of the live (not zombie) processes whose real uid is ``uid``."""
+    import psutil
+
+    pids = []
+    for proc in psutil.process_iter(["uids", "status"]):
+        try:
+            if proc.info["uids"].real == uid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                pids.append(proc.pid)
+        except (psutil.Error, AttributeError):
+            continue
+    return pids
+
+
+def sweep(uid: int, timeout: float = 30.0, what: str = "the student's processes") -> None:
+    """SIGKILL every process of ``uid`` until none is left: the server's kernels (own
+    sessions), their reapers (own sessions), brokers, JVMs, anything a student started,
+    however it detached. Raises naming the survivors if some outlive ``timeout``."""
+    if uid == 0:
+        raise LabError("refusing to sweep uid 0 (root): a student is never root")
+    deadline = time.monotonic() + timeout
+    while pids := processes_of(uid):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            raise LabError(f"{what} (uid {uid}) still running after {timeout:.0f} s of "
+                           f"SIGKILL: pids {pids}")
+        time.sleep(0.1)
+
+
+# --- the shared cache ----------------------------------------------------------------
+
+def prepare_cache(cache: Path = CLASS_CACHE) -> Path:
+    """The class's jars cache at ``cache``: jars hard-linked (or copied) from the lab's
+    own cache, checked and completed by the installer, the class-data archives recorded
+    at this path, everything root-owned and world-readable, nothing world-writable."""
+    from ..runtime import jars
+
+    own = jars.cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    if own.resolve() != cache.resolve() and own.is_dir():
+        for src in own.rglob("*.jar"):
+            dst = cache / src.relative_to(own)
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(src, dst)
+                except OSError:
+                    shutil.copy2(src, dst)
+    env = {**os.environ, "DELIVERYLAB_CACHE": str(cache),
+           "PYTHONPATH": str(LIB) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-m", "deliverylab.classroom.install"], env=env,
+                          capture_output=True, text=True, timeout=1200)
+    if proc.returncode != 0:
+        raise LabError(f"filling the class cache {cache} failed:\n{proc.stdout[-1500:]}"
+                       f"\n{proc.stderr[-1500:]}")
+    for path in [cache, *cache.rglob("*")]:
+        mode = path.lstat().st_mode & 0o777
+        if not path.is_symlink():
+            path.chmod((mode | 0o555 if path.is_dir() else mode | 0o444) & ~0o022)
+    for parent in cache.parents:  # students must be able to walk to it
+        if not os.stat(parent).st_mode & 0o001:
+            raise LabError(f"the class cache {cache} sits under {parent}, which other "
+                           "users cannot enter: choose another CLASS_CACHE")
+    return cache
+
+
+# --- the Python students run -----------------------------------------------------------
+
+#: Where a class runtime is made when students cannot reach the venv's interpreter.
+RUNTIME = Path(os.environ.get("CLASS_RUNTIME", "/opt/deliverylab-class"))
+
+
+def reachable(path: Path) -> bool:
+    """Can any user walk to and read/run ``path`` (every folder above it o+x)?"""
+    path = path.resolve()
+    return all(os.stat(p).st_mode & 0o001 for p in path.parents) \
+        and bool(os.stat(path).st_mode & 0o004)
+
+
+def prepare_runtime(settings: HubSettings, runtime: Path = RUNTIME) -> None:
+    """Make the venv's Python runnable by students, in ``settings`` (``venv_bin``,
+    ``extra_env``).
+
+    A venv's ``python`` is a link to the interpreter it was made from; when that sits in
+    a home students cannot enter (pyenv's, in root's home, on this machine), the
+    interpreter's installation is hard-linked (copied if another disk) to
+    ``<runtime>/python`` and a venv made from it at ``<runtime>/venv`` that adds the
+    lab venv's packages (a ``.pth`` calling ``site.addsitedir``): nothing is downloaded
+    and the packages are the lab's own. ``LD_LIBRARY_PATH`` finds the copy's libpython
+    (pyenv's builds name their own lib folder as the run path)."""
+    venv_python = Path(settings.venv_bin) / "python"
+    if reachable(venv_python):
+        return
+    probe = subprocess.run([str(venv_python), "-c", "import sys, site; print(sys.base_prefix);"
+                            " print(site.getsitepackages()[0]); print(sys.version_info[1])"],
+                           capture_output=True, text=True, timeout=60, check=True)
+    base, site_packages, minor = probe.stdout.split()
+    copy, venv = runtime / "python", runtime / "venv"
+    runtime.mkdir(parents=True, exist_ok=True)
+    runtime.chmod(0o755)
+    if not copy.exists():
+        run(["cp", "-al", base, str(copy)], ok=(0, 1))
+        if not (copy / "bin" / f"python3.{minor}").exists():
+            shutil.rmtree(copy, ignore_errors=True)
+            run(["cp", "-a", base, str(copy)])
+    env = {"LD_LIBRARY_PATH": str(copy / "lib")}
+    if not (venv / "bin" / "python").exists():
+        proc = subprocess.run([str(copy / "bin" / f"python3.{minor}"), "-m", "venv",
+                               "--without-pip", str(venv)], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, **env})
+        if proc.returncode != 0:
+            raise LabError(f"could not make the class venv {venv}: {proc.stderr[-500:]}")
+    pth = venv / "lib" / f"python3.{minor}" / "site-packages" / "deliverylab-lab-venv.pth"
+    pth.write_text(f"import site; site.addsitedir({site_packages!r})\n")
+    if not reachable(venv / "bin" / "python"):
+        raise LabError(f"the class venv {venv} is not reachable by other users: choose "
+                       "another CLASS_RUNTIME")
+    settings.venv_bin = str(venv / "bin")
+    settings.extra_env = {**settings.extra_env, **env}
+
+
+# --- the hub -------------------------------------------------------------------------
+
+class Hub:
+    """A running JupyterHub: started in its own process group under a reaper that, if
+    this Python process dies, kills the hub and runs :func:`main`'s ``sweep``."""
+
+    def __init__(self, settings: HubSettings) -> None:
+        self.settings = settings
+        self.proc: subprocess.Popen | None = None
+        self.children = None
+
+    def start(self, timeout: float = 60.0) -> Hub:
+        from ..process.children import Children
+
+        s = self.settings
+        if not Path(s.chp).exists():
+            raise LabError(f"configurable-http-proxy not found at {s.chp}: run `make "
+                           "classroom` (it installs it with npm into build/chp)")
+        prepare_runtime(s)
+        path = s.save()
+        state = Path(s.state)
+        for student in s.students:
+            ensure_student(s, student)
+        self.children = Children()
+        self.children.run_at_death([sys.executable, "-m", "deliverylab.classroom.hub",
+                                    "sweep", "--state", str(state)])
+        env = {**os.environ, "PYTHONPATH": s.pythonpath + os.pathsep
+               + os.environ.get("PYTHONPATH", ""),
+               "PATH": str(Path(sys.executable).parent) + os.pathsep
+               + os.environ.get("PATH", "")}
+        self.proc = self.children.start(
+            "jupyterhub", [sys.executable, "-m", "jupyterhub", "-f",
+                           str(state / "jupyterhub_config.py")],
+            state / "jupyterhub.log", env=env, cwd=state)
+        self.log = state / "jupyterhub.log"
+        deadline = time.monotonic() + timeout
+        while True:
+            self.children.check(self.proc)
+            try:
+                with urllib.request.urlopen(f"{s.url}/hub/api/", timeout=2) as rsp:
+                    if rsp.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise LabError(f"JupyterHub did not answer on {s.url}/hub/api/ within "
+                               f"{timeout:.0f} s; its log: {self.log} (settings {path})")
+            time.sleep(0.3)
+        return self
+
+    def stop(self, remove_users: bool = False) -> None:
+        """Stop the hub (it stops every student's server, each swept), then the proxy;
+        with ``remove_users`` delete the class's Unix users and homes."""
+        if self.proc is not None and self.children is not None:
+            self.children.stop(self.proc, timeout=60, sig=signal.SIGTERM)
+        stop_everything(self.settings, remove_users=remove_users)
+        if self.children is not None:
+            self.children.close()
+            self.children = None
+
+    def __enter__(self) -> Hub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def stop_everything(settings: HubSettings, remove_users: bool = False) -> None:
+    """What must not outlive a hub: the proxy (JupyterHub starts it in its own session)
+    and every student's processes; with ``remove_users`` the users themselves."""
+    pid_file = Path(settings.state) / "jupyterhub-proxy.pid"
+    try:
+        os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+    pid_file.unlink(missing_ok=True)
+    if remove_users:
+        remove_students(settings)
+        return
+    for student in settings.students:
+        try:
+            sweep(pwd.getpwnam(settings.unix_name(student)).pw_uid,
+                  what=f"{student}'s processes")
+        except KeyError:
+            continue
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deliverylab.classroom.hub",
+                                     description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("start", help="start the hub and serve until Ctrl-C")
+    start.add_argument("--students", required=True,
+                       help="the class list, comma-separated, or a file: one `name` or "
+                       "`name:password` a line")
+    start.add_argument("--password", default=os.environ.get("CLASSROOM_PASSWORD", ""),
+                       help="the workshop's shared password (or CLASSROOM_PASSWORD)")
+    start.add_argument("--port", type=int, default=8000)
+    start.add_argument("--cull-timeout", type=int, default=3600)
+    start.add_argument("--state", default=str(ROOT / "build" / "classroom"))
+    start.add_argument("--remove-users", action="store_true",
+                       help="delete the students' Unix users and homes when stopping")
+    swept = sub.add_parser("sweep", help="stop what a crashed hub left (proxy, students)")
+    swept.add_argument("--state", required=True)
+    swept.add_argument("--remove-users", action="store_true")
+    args = parser.parse_args(argv)
+    if args.command == "sweep":
+        stop_everything(HubSettings.load(Path(args.state) / "settings.json"),
+                        remove_users=args.remove_users)
+        return 0
+    entries = (Path(args.students).read_text().split() if Path(args.students).is_file()
+               else args.students.split(","))
+    listed = [e.strip().partition(":") for e in entries if e.strip()]
+    try:
+        settings = HubSettings(students=[n for n, _, _ in listed],
+                               passwords={n: pw for n, _, pw in listed if pw},
+                               password=args.password, port=args.port, state=args.state,
+                               cull_timeout=args.cull_timeout,
+                               cull_every=max(10, min(300, args.cull_timeout // 4)))
+        prepare_cache(Path(settings.cache))
+        hub = Hub(settings).start()
+    except LabError as exc:
+        print(f"classroom: {exc}", file=sys.stderr)
+        return 2
+    print(f"JupyterHub: {settings.url} -- students {', '.join(settings.students)} log in "
+          f"with the shared password; homes {settings.homes_glob()}; Ctrl-C stops it",
+          flush=True)
+    try:
+        while hub.proc is not None and hub.proc.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        hub.stop(remove_users=args.remove_users)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The hub's side of ``make classroom``: its configuration, the workshop authenticator and
+the spawner that runs each student's server as that student's Unix user.
+
+Loaded by JupyterHub itself (``jupyterhub -f <state>/jupyterhub_config.py``, written by
+:class:`.hub.HubSettings`), so this module is the only one that imports ``jupyterhub``
+(the ``classroom`` extra: a student's laptop install does not need it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pwd
+import sys
+from pathlib import Path
+from secrets import compare_digest
+from typing import Any
+
+from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
+from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
+from traitlets import Dict, Unicode
+
+from .hub import HubSettings, ensure_student, sweep
+
+#: What the idle culler may do (its README's list): see users' activity, stop servers.
+CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
+
+
+class WorkshopAuthenticator(SharedPasswordAuthenticator):
+    """The shared workshop password for anyone on the class list (``allowed_users``),
+    or, for a student given their own password, that password only."""
+
+    student_passwords = Dict(Unicode(), config=True,
+                             help="name -> password; those students need their own")
+
+    async def authenticate(self, handler: Any, data: dict[str, str]) -> str | None:
+        name = self.normalize_username(data.get("username", ""))
+        own = self.student_passwords.get(name)
+        if own is not None:
+            given = data.get("password", "")
+            ok = compare_digest(own.encode(), given.encode())
+            return name if ok and self.check_allowed(name, None) else None
+        return await super().authenticate(handler, data)
+
+
+class StudentSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner with one Unix user per student (``<prefix><name>``).
+
+    :meth:`start` creates the user and their private home with the course on first use;
+    the server runs with the student's uid, the class cache, the venv and a private
+    ``TMPDIR``. :meth:`stop` -- called for a stop, a cull, a server that died, and the
+    hub's own shutdown -- stops the server as JupyterHub does, then SIGKILLs every
+    process left with the student's uid (:func:`.hub.sweep`): kernels and their reapers
+    run in sessions of their own, so the server's process group is not enough.
+    """
+
+    settings_path = Unicode(config=True, help="the classroom's settings.json")
+
+    @property
+    def classroom(self) -> HubSettings:
+        if not hasattr(self, "_classroom"):
+            self._classroom = HubSettings.load(self.settings_path)
+        return self._classroom
+
+    def unix_user(self) -> pwd.struct_passwd:
+        return pwd.getpwnam(self.classroom.unix_name(self.user.name))
+
+    def make_preexec_fn(self, name: str) -> Any:
+        return set_user_setuid(self.classroom.unix_name(name))
+
+    def user_env(self, env: dict[str, str]) -> dict[str, str]:
+        s, user = self.classroom, self.unix_user()
+        env.update({
+            "USER": user.pw_name, "LOGNAME": user.pw_name, "HOME": user.pw_dir,
+            "SHELL": user.pw_shell, "TMPDIR": str(Path(user.pw_dir) / ".tmp"),
+            "DELIVERYLAB_CACHE": s.cache, "PYTHONPATH": s.pythonpath,
+            "PATH": f"{s.venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            "JUPYTERHUB_ACTIVITY_INTERVAL": str(s.activity_interval),
+            **s.extra_env,
+        })
+        return env
+
+    async def start(self) -> Any:
+        s = self.classroom
+        await asyncio.to_thread(ensure_student, s, self.user.name)
+        self.cmd = [str(Path(s.venv_bin) / "python"), "-m", "jupyterhub.singleuser"]
+        return await super().start()
+
+    async def stop(self, now: bool = False) -> None:
+        await super().stop(now=now)
+        uid = self.unix_user().pw_uid
+        await asyncio.to_thread(sweep, uid, 30.0, f"{self.user.name}'s processes")
+        self.log.info("Swept every process of %s (uid %d)", self.user.name, uid)
+
+
+def configure(c: Any, settings_path: str) -> None:
+    """Fill JupyterHub's config ``c`` from the classroom's settings."""
+    s = HubSettings.load(settings_path)
+    state = Path(s.state)
+    c.JupyterHub.ip = "127.0.0.1"
+    c.JupyterHub.port = s.port
+    c.JupyterHub.hub_ip = "127.0.0.1"
+    c.JupyterHub.hub_port = s.hub_port
+    c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+    c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+    c.JupyterHub.concurrent_spawn_limit = s.concurrent_spawn_limit
+    c.JupyterHub.cleanup_servers = True  # the hub's shutdown stops (and sweeps) servers
+    c.ConfigurableHTTPProxy.command = [s.chp]
+    c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
+
+    c.JupyterHub.authenticator_class = WorkshopAuthenticator
+    c.SharedPasswordAuthenticator.user_password = s.password if len(s.password) >= 8 else None
+    c.WorkshopAuthenticator.student_passwords = dict(s.passwords)
+    c.Authenticator.allowed_users = set(s.students)
+
+    c.JupyterHub.spawner_class = StudentSpawner
+    c.StudentSpawner.settings_path = str(settings_path)
+    c.Spawner.default_url = "/lab/tree/labs"
+    c.Spawner.start_timeout = 120
+    c.Spawner.http_timeout = 120
+
+    c.JupyterHub.services = [{
+        "name": "idle-culler",
+        "command": [sys.executable, "-m", "jupyterhub_idle_culler",
+                    f"--timeout={s.cull_timeout}", f"--cull-every={s.cull_every}"],
+    }]
+    c.JupyterHub.load_roles = [{"name": "idle-culler", "scopes": CULLER_SCOPES,
+                                "services": ["idle-culler"]}]

@@ -1,0 +1,193 @@
+"""Three students at once on a real JupyterHub (``make classroom``'s local path).
+
+Every step goes through the hub's port as a student's browser would: log in (a token
+against the password), start the server, open the chapter's notebook, run its cells in a
+kernel of that server. Then: each student's claim held (their own results file); no
+student can read another's files or signal another's processes, and each student's
+topics live on their own brokers, under their own uid; a SIGKILLed kernel leaves none of
+its brokers, reaper or JVMs; the idle culler stops a server and nothing of that student
+is left running.
+
+Alone (``solo``): three clusters of three brokers and three Spark drivers on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from deliverylab.classroom import course
+from deliverylab.classroom.hub import processes_of
+from deliverylab.classroom.hub_client import Kernel, Student
+from deliverylab.errors import LabError
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
+              pytest.mark.timeout(900)]
+
+CHAPTER = "00_tour"
+NOTEBOOK = f"labs/{CHAPTER}.ipynb"
+RESULTS = f"labs/results/{CHAPTER}.json"
+CULL_TIMEOUT = 60  # seconds idle; every busy kernel below reports activity every 10 s
+
+
+#: Run in a student's kernel: try to list another's home, read the chapter's results in
+#: it, signal a process of theirs and read its environment (where the server's token
+#: is); each answer is 'denied' or 'allowed'.
+PROBE = f"""
+def _try(f):
+    try:
+        f()
+        return 'allowed'
+    except PermissionError:
+        return 'denied'
+
+def _probe(home, pid):
+    import os
+    return {{'home': _try(lambda: os.listdir(home)),
+             'results': _try(lambda: open(home + '/{RESULTS}').read()),
+             'signal': _try(lambda: os.kill(pid, 0)),
+             'environ': _try(lambda: open(f'/proc/{{pid}}/environ').read())}}
+"""
+
+
+def parallel(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """``fn`` on every item at once; every failure is reported, not only the first."""
+    items = list(items)
+    with ThreadPoolExecutor(len(items)) as pool:
+        futures = [pool.submit(fn, item) for item in items]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        raise LabError(f"{len(errors)} of {len(items)} failed: "
+                       + "\n---\n".join(map(str, errors)))
+    return [f.result() for f in futures]
+
+
+def wait_for(what: str, predicate: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise LabError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
+def server_pid(uid: int) -> int:
+    [pid] = [p for p in processes_of(uid)
+             if "jupyterhub.singleuser" in " ".join(psutil.Process(p).cmdline())]
+    return pid
+
+
+def test_three_students_at_once(start_hub):
+    hub = start_hub(["ann", "ben", "cat"], cull_timeout=CULL_TIMEOUT, cull_every=10,
+                    activity_interval=10)
+    s = hub.settings
+    students = {n: Student(s.url, n, s.password) for n in s.students}
+    with pytest.raises(LabError, match="HTTP 403"):
+        Student(s.url, "ann", "not-the-password").login()
+    with pytest.raises(LabError, match="HTTP 403"):  # not on the class list
+        Student(s.url, "mallory", s.password).login()
+
+    t0 = time.monotonic()
+    parallel(Student.login, students.values())
+    parallel(lambda st: (st.start_server(), st.wait_ready()), students.values())
+    print(f"3 servers ready {time.monotonic() - t0:.1f} s after the logins began")
+    uids = {n: pwd.getpwnam(s.unix_name(n)).pw_uid for n in students}
+    assert len(set(uids.values())) == 3 and 0 not in uids.values()
+
+    # --- the chapter, headless, in a kernel of each student's server -----------------
+    kernels: dict[str, Kernel] = dict(zip(students, parallel(
+        lambda st: st.kernel(NOTEBOOK), students.values()), strict=True))
+    params = {**course.HEADLESS.get(CHAPTER, {}), **course.SMALL[CHAPTER], "backend": "local"}
+    finished, lock, running = threading.Event(), threading.Lock(), [len(students)]
+
+    def run(name: str) -> float:
+        t = time.monotonic()
+        try:
+            kernels[name].run_notebook(NOTEBOOK, params, timeout=600)
+        finally:
+            with lock:
+                running[0] -= 1
+                if running[0] == 0:
+                    finished.set()
+        took = time.monotonic() - t
+        while not finished.wait(10):  # stay active: the culler waits for the idle
+            kernels[name].execute("pass")
+        return took
+
+    took = parallel(run, list(students))
+    print("chapter 00 per student (s):", [round(t) for t in took])
+
+    for name, st in students.items():
+        text = st.api("GET", f"/contents/{RESULTS}?content=1&type=file&format=text")
+        results = json.loads(text["content"])
+        observed = results["observed"]
+        assert results["pass"] is True, f"{name}: {results['checks']}"
+        assert observed["backend"] == "local" and observed["lost"] == 0, (name, observed)
+        assert observed["killed_leaders"], f"{name}: no leader was killed: {observed}"
+        # the instructor's view reads the same file from the home folder
+        assert json.loads((Path(s.home(name)) / RESULTS).read_text()) == results
+
+    # --- isolation: files, processes, brokers ------------------------------------------
+    parallel(lambda k: k.execute(
+        "import deliverylab as dl, os\n"
+        "mine = dl.Cluster.start(brokers=1, backend='local')\n"
+        "mine.create_topic('mine-' + os.environ['USER'], partitions=1)"), kernels.values())
+    kernel_pids = {n: k.pid() for n, k in kernels.items()}
+    listening: dict[str, set[int]] = {}
+    for name, k in kernels.items():
+        topics = set(k.value("sorted(mine.admin().list_topics(timeout=10).topics)"))
+        others = {f"mine-{s.unix_name(o)}" for o in students if o != name}
+        assert f"mine-{s.unix_name(name)}" in topics and not topics & others, (name, topics)
+        bootstrap = k.value("mine.bootstrap_servers")
+        ports = {int(a.rsplit(":", 1)[1]) for a in bootstrap.split(",")}
+        pids = set(processes_of(uids[name]))
+        listening[name] = {c.laddr.port for c in psutil.net_connections("tcp")
+                           if c.status == psutil.CONN_LISTEN and c.pid in pids}
+        assert ports <= listening[name], f"{name}'s brokers {ports} not under its uid"
+        k.execute(PROBE)
+        for other in students:
+            if other == name:
+                continue
+            seen = k.value(f"_probe({str(s.home(other))!r}, {kernel_pids[other]})")
+            assert seen == {"home": "denied", "results": "denied", "signal": "denied",
+                            "environ": "denied"}, f"{name} reached {other}'s: {seen}"
+    for a in students:
+        for b in students:
+            assert a == b or not listening[a] & listening[b]
+
+    # --- a kernel SIGKILLed leaves nothing behind ---------------------------------------
+    ben = uids["ben"]
+    workdir = Path(kernels["ben"].value("str(mine.workdir)"))
+    before = set(processes_of(ben)) - {server_pid(ben)}
+    javas = {p for p in before if psutil.Process(p).name() == "java"}
+    assert javas, "ben's broker JVM is not running under ben's uid"
+    kernels["ben"].close()
+    os.kill(kernel_pids["ben"], signal.SIGKILL)
+    wait_for("every process of ben's killed kernel to end",
+             lambda: not before & set(processes_of(ben)), 60)
+    wait_for(f"the reaper to remove {workdir}", lambda: not workdir.exists(), 30)
+    assert not [p for p in processes_of(ben) if psutil.Process(p).name() == "java"]
+
+    # --- the idle culler stops ann's and cat's servers (their brokers still up) --------
+    for name in ("ann", "cat"):
+        kernels[name].close()
+    t_idle = time.monotonic()
+    for name in ("ann", "cat"):
+        students[name].wait_stopped(timeout=CULL_TIMEOUT + 120)
+        assert processes_of(uids[name]) == [], f"{name} has processes left after the cull"
+    print(f"culled {time.monotonic() - t_idle:.0f} s after the kernels went idle")
+    log = (Path(s.state) / "jupyterhub.log").read_text().splitlines()
+    for name in ("ann", "cat"):  # the culler stopped them, not the test
+        assert any(f"DELETE /hub/api/users/{name}/server" in line and "idle-culler" in line
+                   for line in log), f"no DELETE of {name}'s server by the idle-culler"
+

@@ -1,0 +1,123 @@
+"""The classroom hub's pieces without a hub: settings, the config JupyterHub loads, the
+workshop authenticator, and the sweep that kills every process of a uid."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from deliverylab.classroom import hub
+from deliverylab.errors import LabError
+
+
+def settings(tmp_path: Path, **kw) -> hub.HubSettings:
+    return hub.HubSettings(**{"students": ["ann", "ben"], "password": "workshop-pw",
+                              "state": str(tmp_path / "state"), **kw})
+
+
+def test_bad_names_and_passwords_are_refused_in_one_line(tmp_path: Path):
+    for bad in ("Ann", "1ann", "a b", "ann;rm", ""):
+        with pytest.raises(LabError, match="student name"):
+            settings(tmp_path, students=[bad])
+    with pytest.raises(LabError, match="8 characters"):
+        settings(tmp_path, password="short")
+    with pytest.raises(LabError, match="no students"):
+        settings(tmp_path, students=[])
+    with pytest.raises(LabError, match="class-list password of carl"):
+        settings(tmp_path, passwords={"carl": "long-enough"})
+    # every student with their own password: no shared one needed
+    assert settings(tmp_path, password="", passwords={"ann": "ann-secret",
+                                                      "ben": "ben-secret"}).passwords
+
+
+def test_the_homes_are_where_the_instructor_view_looks(tmp_path: Path):
+    s = settings(tmp_path, homes="/home", prefix="dlab-")
+    assert s.home("ann") == Path("/home/dlab-ann")
+    assert s.homes_glob() == "/home/dlab-*"
+    saved = json.loads(s.save().read_text())
+    assert saved["student_homes"] == ["/home/dlab-ann", "/home/dlab-ben"]
+    assert hub.HubSettings.load(tmp_path / "state" / "settings.json") == s
+    assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"
+    config = (tmp_path / "state" / "jupyterhub_config.py").read_text()
+    assert "configure(c, " in config and str(tmp_path / "state" / "settings.json") in config
+
+
+def test_the_config_binds_localhost_with_the_culler_and_the_class_list(tmp_path: Path):
+    from traitlets.config import Config
+
+    from deliverylab.classroom import hub_spawner
+
+    s = settings(tmp_path, cull_timeout=600, cull_every=60, port=18123)
+    c = Config()
+    hub_spawner.configure(c, str(s.save()))
+    assert c.JupyterHub.ip == "127.0.0.1" and c.JupyterHub.hub_ip == "127.0.0.1"
+    assert c.JupyterHub.port == 18123
+    assert c.Authenticator.allowed_users == {"ann", "ben"}
+    assert c.JupyterHub.spawner_class is hub_spawner.StudentSpawner
+    [culler] = c.JupyterHub.services
+    assert "--timeout=600" in culler["command"] and "--cull-every=60" in culler["command"]
+    [role] = c.JupyterHub.load_roles
+    assert role["services"] == ["idle-culler"] and "delete:servers" in role["scopes"]
+
+
+def test_a_student_with_their_own_password_needs_it(tmp_path: Path):
+    from traitlets.config import Config
+
+    from deliverylab.classroom import hub_spawner
+
+    c = Config()
+    c.SharedPasswordAuthenticator.user_password = "workshop-pw"
+    c.WorkshopAuthenticator.student_passwords = {"ann": "ann-secret"}
+    c.Authenticator.allowed_users = {"ann", "ben"}
+    auth = hub_spawner.WorkshopAuthenticator(config=c)
+
+    def login(name: str, password: str):
+        return asyncio.run(auth.get_authenticated_user(
+            None, {"username": name, "password": password}))
+
+    assert login("ann", "ann-secret")["name"] == "ann"
+    assert login("ann", "workshop-pw") is None  # not the shared one
+    assert login("ben", "workshop-pw")["name"] == "ben"
+    assert login("ben", "ann-secret") is None
+    assert login("mallory", "workshop-pw") is None  # not on the class list
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="setuid to another uid needs root")
+def test_sweep_kills_every_process_of_the_uid_however_detached():
+    uid = 64000 + os.getpid() % 1000  # no such user: a uid nobody else runs as
+    proc = subprocess.Popen(["/bin/sh", "-c", "setsid sleep 300 & exec sleep 300"],
+                            start_new_session=True, user=uid, group=uid, cwd="/")
+    try:
+        deadline = time.monotonic() + 10
+        while len(hub.processes_of(uid)) < 2:  # the child and its detached grandchild
+            assert time.monotonic() < deadline, "the test's processes did not start"
+            time.sleep(0.05)
+        hub.sweep(uid, timeout=10)
+        assert hub.processes_of(uid) == []
+        assert proc.wait(5) == -9
+    finally:
+        proc.kill()
+
+
+def test_sweep_refuses_root():
+    with pytest.raises(LabError, match="uid 0"):
+        hub.sweep(0)
+
+
+def test_reachable_follows_every_folder_above(tmp_path: Path):
+    inner = tmp_path / "a" / "b"
+    inner.mkdir(parents=True)
+    (inner / "f").write_text("x")
+    (inner / "f").chmod(0o644)
+    for p in (tmp_path / "a", inner):
+        p.chmod(0o755)
+    blocked = all(os.stat(p).st_mode & 0o001 for p in tmp_path.parents) is False
+    assert hub.reachable(inner / "f") is (not blocked)
+    (tmp_path / "a").chmod(0o700)
+    assert hub.reachable(inner / "f") is False
