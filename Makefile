@@ -18,7 +18,7 @@ export PIP_NO_INDEX := 1
 export PIP_FIND_LINKS := $(abspath $(BUNDLE))/wheels
 endif
 
-.PHONY: setup lab test test-cold lint course book matrix clean-cache clean doctor bundle
+.PHONY: setup lab test test-cold lint course book matrix clean-cache clean doctor bundle classroom
 
 setup: $(CACHE)
 
@@ -92,6 +92,21 @@ doctor: $(DEPS)
 bundle: setup
 	$(BIN)/python -m deliverylab.classroom.bundle make $(BUNDLE_DIR) \
 	    $(foreach p,$(BUNDLE_PLATFORMS),--platform $(p))
+
+# A JupyterHub for a class on this machine (as root): one Unix user per student
+# (dlab-<name>, home /home/dlab-<name>), the shared password CLASSROOM_PASSWORD (or a
+# class list file STUDENTS=file with `name:password` lines), the idle culler after
+# CULL_TIMEOUT s. README: "For instructors". Ctrl-C stops the hub and every server.
+STUDENTS ?= $(error give STUDENTS=alice,bob,... or STUDENTS=classlist.txt)
+CULL_TIMEOUT ?= 3600
+HUB_PORT ?= 8000
+CHP := build/chp/node_modules/.bin/configurable-http-proxy
+$(CHP):
+	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
+classroom: setup $(CHP)
+	$(BIN)/python -m pip install --quiet -e '.[classroom]'
+	$(BIN)/python -m deliverylab.classroom.hub start --students $(STUDENTS) \
+	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import fcntl
 import os
+import pwd
+import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from deliverylab.classroom import hub as hubmod
 from deliverylab.cluster import Cluster
 from deliverylab.cluster import docker as dk
 from deliverylab.nemesis import Nemesis
+from deliverylab.process.ports import free_ports
 
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "test-artifacts")
 DOCKER_DIR = Path(__file__).resolve().parents[1] / "docker"
@@ -106,3 +111,50 @@ def broker_image(engine: str) -> Iterator[str]:
         os.environ.pop(dk.IMAGE_ENV, None)
     else:
         os.environ[dk.IMAGE_ENV] = old
+
+
+# --- the classroom's JupyterHub (issue 31): tests/integration/classroom, tests/browser ---
+# Each hub gets a fresh Unix user prefix (``dlt<hex>-``), its own ports and state folder;
+# at teardown, pass or fail, the hub, the proxy and every server stop, every process of
+# its students is swept and their users and homes are deleted.
+
+@pytest.fixture(scope="session")
+def class_cache() -> Path:
+    """The class's read-only jars cache (made once; later runs only check it)."""
+    return hubmod.prepare_cache()
+
+
+@pytest.fixture(scope="session")
+def proxy() -> Path:
+    """configurable-http-proxy from npm (once; `make classroom` installs the same)."""
+    return hubmod.install_proxy()
+
+
+@pytest.fixture
+def start_hub(proxy: Path) -> Iterator[Callable[..., hubmod.Hub]]:
+    if os.geteuid() != 0:
+        pytest.fail("the classroom tests create Unix users: run them as root (CI does)")
+    started: list[hubmod.Hub] = []
+
+    def start(students: list[str], **settings) -> hubmod.Hub:
+        prefix = f"dlt{secrets.token_hex(2)}-"
+        port, hub_port = free_ports(2)
+        state = Path(__file__).resolve().parents[1] / "build" / f"test-hub-{prefix.rstrip('-')}"
+        s = hubmod.HubSettings(students=students, password=secrets.token_urlsafe(12),
+                               state=str(state), port=port, hub_port=hub_port,
+                               prefix=prefix, chp=str(proxy),
+                               **settings)
+        hub = hubmod.Hub(s)
+        started.append(hub)
+        return hub.start()
+
+    try:
+        yield start
+    finally:
+        for hub in started:
+            s = hub.settings
+            hub.stop(remove_users=True)
+            left = [u.pw_name for u in pwd.getpwall() if u.pw_name.startswith(s.prefix)]
+            assert not left, f"the test's Unix users were not removed: {left}"
+            assert not any(Path(s.home(n)).exists() for n in s.students)
+            shutil.rmtree(s.state, ignore_errors=True)

@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[3]
 LIB = Path(__file__).resolve().parents[2]
 #: configurable-http-proxy, installed by ``make classroom`` (npm) into build/.
 CHP = ROOT / "build" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
+CHP_VERSION = "5.3.0"
 #: The class's shared, read-only jars cache (the lab's own sits in root's home, which
 #: students cannot enter).
 CLASS_CACHE = Path(os.environ.get("CLASS_CACHE", "/var/cache/deliverylab-class"))
@@ -260,6 +261,19 @@ def prepare_cache(cache: Path = CLASS_CACHE) -> Path:
     return cache
 
 
+def install_proxy(chp: Path = CHP) -> Path:
+    """configurable-http-proxy from npm into build/chp (``make classroom`` does the same)."""
+    if not chp.exists():
+        prefix = chp.parents[2]
+        proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix",
+                               str(prefix), f"configurable-http-proxy@{CHP_VERSION}"],
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0 or not chp.exists():
+            raise LabError(f"npm could not install configurable-http-proxy into {prefix} "
+                           f"(exit {proc.returncode}): {proc.stderr[-800:]}")
+    return chp
+
+
 # --- the Python students run -----------------------------------------------------------
 
 #: Where a class runtime is made when students cannot reach the venv's interpreter.
@@ -283,14 +297,16 @@ def prepare_runtime(settings: HubSettings, runtime: Path = RUNTIME) -> None:
     ``<runtime>/python`` and a venv made from it at ``<runtime>/venv`` that adds the
     lab venv's packages (a ``.pth`` calling ``site.addsitedir``): nothing is downloaded
     and the packages are the lab's own. ``LD_LIBRARY_PATH`` finds the copy's libpython
-    (pyenv's builds name their own lib folder as the run path)."""
+    (pyenv's builds name their own lib folder as the run path); ``JUPYTER_*`` the lab
+    venv's server extensions and JupyterLab."""
     venv_python = Path(settings.venv_bin) / "python"
     if reachable(venv_python):
         return
     probe = subprocess.run([str(venv_python), "-c", "import sys, site; print(sys.base_prefix);"
-                            " print(site.getsitepackages()[0]); print(sys.version_info[1])"],
+                            " print(site.getsitepackages()[0]); print(sys.version_info[1]);"
+                            " print(sys.prefix)"],
                            capture_output=True, text=True, timeout=60, check=True)
-    base, site_packages, minor = probe.stdout.split()
+    base, site_packages, minor, prefix = probe.stdout.split()
     copy, venv = runtime / "python", runtime / "venv"
     runtime.mkdir(parents=True, exist_ok=True)
     runtime.chmod(0o755)
@@ -299,7 +315,12 @@ def prepare_runtime(settings: HubSettings, runtime: Path = RUNTIME) -> None:
         if not (copy / "bin" / f"python3.{minor}").exists():
             shutil.rmtree(copy, ignore_errors=True)
             run(["cp", "-a", base, str(copy)])
-    env = {"LD_LIBRARY_PATH": str(copy / "lib")}
+    # Jupyter finds its server extensions' config, JupyterLab and the labextensions under
+    # sys.prefix: point it at the lab venv's.
+    env = {"LD_LIBRARY_PATH": str(copy / "lib"),
+           "JUPYTER_PATH": f"{prefix}/share/jupyter",
+           "JUPYTER_CONFIG_PATH": f"{prefix}/etc/jupyter",
+           "JUPYTERLAB_DIR": f"{prefix}/share/jupyter/lab"}
     if not (venv / "bin" / "python").exists():
         proc = subprocess.run([str(copy / "bin" / f"python3.{minor}"), "-m", "venv",
                                "--without-pip", str(venv)], capture_output=True, text=True,
@@ -434,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
                                password=args.password, port=args.port, state=args.state,
                                cull_timeout=args.cull_timeout,
                                cull_every=max(10, min(300, args.cull_timeout // 4)))
+        install_proxy(Path(settings.chp))
         prepare_cache(Path(settings.cache))
         hub = Hub(settings).start()
     except LabError as exc:

@@ -87,9 +87,9 @@ def server_pid(uid: int) -> int:
     return pid
 
 
-def test_three_students_at_once(start_hub):
-    hub = start_hub(["ann", "ben", "cat"], cull_timeout=CULL_TIMEOUT, cull_every=10,
-                    activity_interval=10)
+def test_three_students_at_once(start_hub, class_cache: Path):
+    hub = start_hub(["ann", "ben", "cat"], cache=str(class_cache), cull_timeout=CULL_TIMEOUT,
+                    cull_every=10, activity_interval=10)
     s = hub.settings
     students = {n: Student(s.url, n, s.password) for n in s.students}
     with pytest.raises(LabError, match="HTTP 403"):
