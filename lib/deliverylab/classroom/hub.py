@@ -81,6 +81,9 @@ class HubSettings:
     cull_every: int = 300
     activity_interval: int = 60  # how often a server tells the hub it is in use
     concurrent_spawn_limit: int = 10
+    #: Per-student caps (a cgroup each, :mod:`.hub_limits`); None: no cap.
+    mem_limit_gb: float | None = None
+    cpu_limit: float | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -435,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="the workshop's shared password (or CLASSROOM_PASSWORD)")
     start.add_argument("--port", type=int, default=8000)
     start.add_argument("--cull-timeout", type=int, default=3600)
+    start.add_argument("--mem-limit-gb", type=float, help="memory cap per student (GB)")
+    start.add_argument("--cpu-limit", type=float, help="CPU cap per student (cores)")
     start.add_argument("--state", default=str(ROOT / "build" / "classroom"))
     start.add_argument("--remove-users", action="store_true",
                        help="delete the students' Unix users and homes when stopping")
@@ -454,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
                                passwords={n: pw for n, _, pw in listed if pw},
                                password=args.password, port=args.port, state=args.state,
                                cull_timeout=args.cull_timeout,
+                               mem_limit_gb=args.mem_limit_gb, cpu_limit=args.cpu_limit,
                                cull_every=max(10, min(300, args.cull_timeout // 4)))
         install_proxy(Path(settings.chp))
         prepare_cache(Path(settings.cache))

@@ -20,6 +20,7 @@ from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Dict, Unicode
 
 from .hub import HubSettings, ensure_student, sweep
+from .hub_limits import Limits
 
 #: What the idle culler may do (its README's list): see users' activity, stop servers.
 CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
@@ -64,8 +65,29 @@ class StudentSpawner(LocalProcessSpawner):
     def unix_user(self) -> pwd.struct_passwd:
         return pwd.getpwnam(self.classroom.unix_name(self.user.name))
 
+    def limits(self) -> Limits | None:
+        s = self.classroom
+        if s.mem_limit_gb is None and s.cpu_limit is None:
+            return None
+        if not Limits.available():
+            self.log.warning("No cgroup v1 memory/cpu hierarchy to write: %s runs "
+                             "without its memory and CPU limits", self.user.name)
+            return None
+        mem = None if s.mem_limit_gb is None else int(s.mem_limit_gb * 2**30)
+        return Limits(s.unix_name(self.user.name), mem, s.cpu_limit)
+
     def make_preexec_fn(self, name: str) -> Any:
-        return set_user_setuid(self.classroom.unix_name(name))
+        become = set_user_setuid(self.classroom.unix_name(name))
+        limits = self.limits()
+        if limits is None:
+            return become
+        limits.create()
+        join = limits.join_fn()
+
+        def preexec() -> None:  # as root: into the cgroups, then the student's uid
+            join()
+            become()
+        return preexec
 
     def user_env(self, env: dict[str, str]) -> dict[str, str]:
         s, user = self.classroom, self.unix_user()
@@ -89,6 +111,12 @@ class StudentSpawner(LocalProcessSpawner):
         await super().stop(now=now)
         uid = self.unix_user().pw_uid
         await asyncio.to_thread(sweep, uid, 30.0, f"{self.user.name}'s processes")
+        limits = self.limits()
+        if limits is not None:
+            peak = limits.peak_bytes()
+            await asyncio.to_thread(limits.remove)
+            self.log.info("%s's peak memory in its cgroup: %s MiB", self.user.name,
+                          None if peak is None else peak // 2**20)
         self.log.info("Swept every process of %s (uid %d)", self.user.name, uid)
 
 

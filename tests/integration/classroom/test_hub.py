@@ -30,6 +30,7 @@ import pytest
 from deliverylab.classroom import course
 from deliverylab.classroom.hub import processes_of
 from deliverylab.classroom.hub_client import Kernel, Student
+from deliverylab.classroom.hub_limits import Limits
 from deliverylab.errors import LabError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
@@ -39,6 +40,7 @@ CHAPTER = "00_tour"
 NOTEBOOK = f"labs/{CHAPTER}.ipynb"
 RESULTS = f"labs/results/{CHAPTER}.json"
 CULL_TIMEOUT = 60  # seconds idle; every busy kernel below reports activity every 10 s
+MEM_LIMIT_GB = 3.0  # each student's cgroup (one student peaks near 1.5 GB RSS)
 
 
 #: Run in a student's kernel: try to list another's home, read the chapter's results in
@@ -89,7 +91,7 @@ def server_pid(uid: int) -> int:
 
 def test_three_students_at_once(start_hub, class_cache: Path):
     hub = start_hub(["ann", "ben", "cat"], cache=str(class_cache), cull_timeout=CULL_TIMEOUT,
-                    cull_every=10, activity_interval=10)
+                    cull_every=10, activity_interval=10, mem_limit_gb=MEM_LIMIT_GB)
     s = hub.settings
     students = {n: Student(s.url, n, s.password) for n in s.students}
     with pytest.raises(LabError, match="HTTP 403"):
@@ -103,6 +105,11 @@ def test_three_students_at_once(start_hub, class_cache: Path):
     print(f"3 servers ready {time.monotonic() - t0:.1f} s after the logins began")
     uids = {n: pwd.getpwnam(s.unix_name(n)).pw_uid for n in students}
     assert len(set(uids.values())) == 3 and 0 not in uids.values()
+
+    for name, uid in uids.items():  # each server in its student's memory cgroup
+        cgroups = Path(f"/proc/{server_pid(uid)}/cgroup").read_text()
+        assert f"/deliverylab/{s.unix_name(name)}" in cgroups or not Limits.available(), \
+            f"{name}'s server is not in its cgroup: {cgroups}"
 
     # --- the chapter, headless, in a kernel of each student's server -----------------
     kernels: dict[str, Kernel] = dict(zip(students, parallel(
@@ -126,6 +133,9 @@ def test_three_students_at_once(start_hub, class_cache: Path):
 
     took = parallel(run, list(students))
     print("chapter 00 per student (s):", [round(t) for t in took])
+    peaks = {n: Limits(s.unix_name(n), 1 << 30, None).peak_bytes() for n in students}
+    print("peak memory per student's cgroup (MiB):",
+          {n: p and p // 2**20 for n, p in peaks.items()})
 
     for name, st in students.items():
         text = st.api("GET", f"/contents/{RESULTS}?content=1&type=file&format=text")

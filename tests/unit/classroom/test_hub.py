@@ -121,3 +121,40 @@ def test_reachable_follows_every_folder_above(tmp_path: Path):
     assert hub.reachable(inner / "f") is (not blocked)
     (tmp_path / "a").chmod(0o700)
     assert hub.reachable(inner / "f") is False
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not __import__(
+    "deliverylab.classroom.hub_limits", fromlist=["Limits"]).Limits.available(),
+    reason="needs root and a writable cgroup v1 memory/cpu hierarchy")
+def test_a_students_cgroup_caps_memory_and_cpu_and_holds_its_children():
+    from deliverylab.classroom.hub_limits import GROUP, Limits
+
+    limits = Limits(f"dlunit-{os.getpid()}", 256 * 2**20, 0.5)
+    limits.create()
+    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 300 & exec sleep 300"],
+                            preexec_fn=limits.join_fn(), start_new_session=True)
+    try:
+        mem = limits.root / "memory" / GROUP / limits.name
+        assert int((mem / "memory.limit_in_bytes").read_text()) == 256 * 2**20
+        cpu = limits.root / "cpu" / GROUP / limits.name
+        assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50_000
+        deadline = time.monotonic() + 10
+        while len(limits.pids()) < 2:  # the shell's background child is inside too
+            assert time.monotonic() < deadline, f"pids in the cgroup: {limits.pids()}"
+            time.sleep(0.05)
+        assert proc.pid in limits.pids() and limits.peak_bytes() > 0
+    finally:
+        for pid in limits.pids():
+            os.kill(pid, 9)
+        proc.wait(5)
+        limits.remove()
+    assert not any(d.exists() for d in limits.dirs)
+
+
+def test_limits_refuse_nonsense():
+    from deliverylab.classroom.hub_limits import Limits
+
+    with pytest.raises(LabError, match="below 64 MiB"):
+        Limits("x", 1000, None)
+    with pytest.raises(LabError, match="cpu_limit=0"):
+        Limits("x", None, 0)
