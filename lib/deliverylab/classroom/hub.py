@@ -415,15 +415,17 @@ def stop_everything(settings: HubSettings, remove_users: bool = False) -> None:
     except (OSError, ValueError):
         pass
     pid_file.unlink(missing_ok=True)
+    from .hub_limits import remove_all
+
     if remove_users:
         remove_students(settings)
-        return
     for student in settings.students:
         try:
             sweep(pwd.getpwnam(settings.unix_name(student)).pw_uid,
                   what=f"{student}'s processes")
         except KeyError:
-            continue
+            pass
+        remove_all(settings.unix_name(student))
 
 
 def main(argv: list[str] | None = None) -> int:

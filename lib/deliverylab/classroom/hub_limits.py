@@ -109,3 +109,14 @@ class Limits:
                         raise LabError(f"cgroup {d} could not be removed: {exc} "
                                        f"(pids still in it: {self.pids()})") from exc
                     time.sleep(0.1)
+
+
+def remove_all(name: str, root: Path = CGROUP_ROOT) -> None:
+    """Remove a student's cgroups, whichever exist (after a crashed hub's sweep)."""
+    for d in (root / "memory" / GROUP / name, root / "cpu" / GROUP / name):
+        try:
+            d.rmdir()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise LabError(f"cgroup {d} could not be removed: {exc}") from exc
