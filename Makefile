@@ -96,17 +96,22 @@ bundle: setup
 # A JupyterHub for a class on this machine (as root): one Unix user per student
 # (dlab-<name>, home /home/dlab-<name>), the shared password CLASSROOM_PASSWORD (or a
 # class list file STUDENTS=file with `name:password` lines), the idle culler after
-# CULL_TIMEOUT s. README: "For instructors". Ctrl-C stops the hub and every server.
+# CULL_TIMEOUT s, MEM_LIMIT_GB/CPU_LIMIT per student (a cgroup each). README: "Running a
+# workshop". Ctrl-C stops the hub, every server and every student process.
 STUDENTS ?= $(error give STUDENTS=alice,bob,... or STUDENTS=classlist.txt)
 CULL_TIMEOUT ?= 3600
 HUB_PORT ?= 8000
 CHP := build/chp/node_modules/.bin/configurable-http-proxy
 $(CHP):
 	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
+MEM_LIMIT_GB ?=
+CPU_LIMIT ?=
+export CLASSROOM_PASSWORD
 classroom: setup $(CHP)
 	$(BIN)/python -m pip install --quiet -e '.[classroom]'
 	$(BIN)/python -m deliverylab.classroom.hub start --students $(STUDENTS) \
-	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT)
+	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT) \
+	    $(if $(MEM_LIMIT_GB),--mem-limit-gb $(MEM_LIMIT_GB)) $(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT))
 
 clean:
 	rm -rf $(VENV) .pytest_cache
