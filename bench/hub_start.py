@@ -55,7 +55,7 @@ def wave(count: int, cache: Path, chp: Path) -> list[dict[str, float]]:
                                   state=str(ROOT / "build" / f"bench-hub-{prefix[:-1]}"),
                                   port=port, hub_port=hub_port, prefix=prefix,
                                   cache=str(cache), chp=str(chp))
-    hub = hubmod.Hub(settings)
+    hub = hubmod.Hub(settings, ephemeral=True)
     try:
         hub.start()
         with ThreadPoolExecutor(count) as pool:

@@ -144,7 +144,7 @@ def start_hub(proxy: Path) -> Iterator[Callable[..., hubmod.Hub]]:
                                state=str(state), port=port, hub_port=hub_port,
                                prefix=prefix, chp=str(proxy),
                                **settings)
-        hub = hubmod.Hub(s)
+        hub = hubmod.Hub(s, ephemeral=True)
         started.append(hub)
         return hub.start()
 

@@ -345,8 +345,9 @@ class Hub:
     """A running JupyterHub: started in its own process group under a reaper that, if
     this Python process dies, kills the hub and runs :func:`main`'s ``sweep``."""
 
-    def __init__(self, settings: HubSettings) -> None:
+    def __init__(self, settings: HubSettings, ephemeral: bool = False) -> None:
         self.settings = settings
+        self.ephemeral = ephemeral  # a test's or bench's class: users removed even then
         self.proc: subprocess.Popen | None = None
         self.children = None
 
@@ -364,7 +365,8 @@ class Hub:
             ensure_student(s, student)
         self.children = Children()
         self.children.run_at_death([sys.executable, "-m", "deliverylab.classroom.hub",
-                                    "sweep", "--state", str(state)])
+                                    "sweep", "--state", str(state),
+                                    *(["--remove-users"] if self.ephemeral else [])])
         env = {**os.environ, "PYTHONPATH": s.pythonpath + os.pathsep
                + os.environ.get("PYTHONPATH", ""),
                "PATH": str(Path(sys.executable).parent) + os.pathsep
