@@ -474,12 +474,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"JupyterHub: {settings.url} -- students {', '.join(settings.students)} log in "
           f"with the shared password; homes {settings.homes_glob()}; Ctrl-C stops it",
           flush=True)
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)  # `kill` stops it as Ctrl-C does
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         while hub.proc is not None and hub.proc.poll() is None:
             time.sleep(1)
     except KeyboardInterrupt:
         pass
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second one must not cut it short
+            signal.signal(sig, signal.SIG_IGN)
+        print("stopping the hub, every server and every student process...", flush=True)
         hub.stop(remove_users=args.remove_users)
     return 0
 
