@@ -395,11 +395,28 @@ class Hub:
         """Stop the hub (it stops every student's server, each swept), then the proxy;
         with ``remove_users`` delete the class's Unix users and homes."""
         if self.proc is not None and self.children is not None:
+            self._stop_culler()
             self.children.stop(self.proc, timeout=60, sig=signal.SIGTERM)
         stop_everything(self.settings, remove_users=remove_users)
         if self.children is not None:
             self.children.close()
             self.children = None
+
+    def _stop_culler(self) -> None:
+        """SIGKILL the idle culler first: it outlasts JupyterHub's SIGINT and SIGTERM
+        (measured: the hub's shutdown waited ~29 s on it), and it holds no state."""
+        import psutil
+
+        try:
+            children = psutil.Process(self.proc.pid).children()
+        except psutil.Error:
+            return
+        for child in children:
+            try:
+                if "jupyterhub_idle_culler" in child.cmdline():
+                    child.kill()
+            except psutil.Error:
+                continue
 
     def __enter__(self) -> Hub:
         return self.start()
