@@ -49,12 +49,12 @@ def one_student(url: str, name: str, password: str) -> dict[str, float]:
 
 def wave(count: int, cache: Path, chp: Path) -> list[dict[str, float]]:
     prefix = f"dlb{secrets.token_hex(2)}-"
-    port, hub_port = free_ports(2)
+    port, hub_port, api_port = free_ports(3)
     names = [f"s{i}" for i in range(count)]
     settings = hubmod.HubSettings(students=names, password=secrets.token_urlsafe(12),
                                   state=str(ROOT / "build" / f"bench-hub-{prefix[:-1]}"),
-                                  port=port, hub_port=hub_port, prefix=prefix,
-                                  cache=str(cache), chp=str(chp))
+                                  port=port, hub_port=hub_port, proxy_api_port=api_port,
+                                  prefix=prefix, cache=str(cache), chp=str(chp))
     hub = hubmod.Hub(settings, ephemeral=True)
     try:
         hub.start()

@@ -138,11 +138,11 @@ def start_hub(proxy: Path) -> Iterator[Callable[..., hubmod.Hub]]:
 
     def start(students: list[str], **settings) -> hubmod.Hub:
         prefix = f"dlt{secrets.token_hex(2)}-"
-        port, hub_port = free_ports(2)
+        port, hub_port, api_port = free_ports(3)
         state = Path(__file__).resolve().parents[1] / "build" / f"test-hub-{prefix.rstrip('-')}"
         s = hubmod.HubSettings(students=students, password=secrets.token_urlsafe(12),
                                state=str(state), port=port, hub_port=hub_port,
-                               prefix=prefix, chp=str(proxy),
+                               proxy_api_port=api_port, prefix=prefix, chp=str(proxy),
                                **settings)
         hub = hubmod.Hub(s, ephemeral=True)
         started.append(hub)

@@ -34,10 +34,11 @@ def test_a_student_logs_in_and_opens_chapter_0(start_hub, page, artifacts: str):
     shot = Path(artifacts) / "hub-student-chapter-0.png"
     try:
         page.goto(f"{s.url}/user/dee/lab/tree/labs/00_tour.ipynb")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        # the chapter's own first cell, rendered (not merely a notebook panel)
+        page.locator(".jp-Notebook .jp-MarkdownCell").filter(
+            has_text="Chapter 0 — A tour of the lab").first.wait_for(timeout=90_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
                                timeout=90_000)  # its kernel started
-        assert "A tour of the lab" in page.locator(".jp-Notebook").inner_text()
     finally:
         page.screenshot(path=str(shot))
 

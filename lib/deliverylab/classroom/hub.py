@@ -67,6 +67,7 @@ class HubSettings:
     state: str = str(ROOT / "build" / "classroom")
     port: int = 8000
     hub_port: int = 8081
+    proxy_api_port: int = 8001  # configurable-http-proxy's REST API (the hub's default)
     homes: str = "/home"
     prefix: str = "dlab-"
     cache: str = str(CLASS_CACHE)
@@ -457,7 +458,9 @@ def main(argv: list[str] | None = None) -> int:
                        "`name:password` a line")
     start.add_argument("--password", default=os.environ.get("CLASSROOM_PASSWORD", ""),
                        help="the workshop's shared password (or CLASSROOM_PASSWORD)")
-    start.add_argument("--port", type=int, default=8000)
+    start.add_argument("--port", type=int, default=8000,
+                       help="the hub's public port; the hub itself uses 8081 and the "
+                       "proxy's API 8001 (as JupyterHub does)")
     start.add_argument("--cull-timeout", type=int, default=3600)
     start.add_argument("--mem-limit-gb", type=float, help="memory cap per student (GB)")
     start.add_argument("--cpu-limit", type=float, help="CPU cap per student (cores)")

@@ -133,6 +133,7 @@ def configure(c: Any, settings_path: str) -> None:
     c.JupyterHub.concurrent_spawn_limit = s.concurrent_spawn_limit
     c.JupyterHub.cleanup_servers = True  # the hub's shutdown stops (and sweeps) servers
     c.ConfigurableHTTPProxy.command = [s.chp]
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s.proxy_api_port}"
     c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 
     c.JupyterHub.authenticator_class = WorkshopAuthenticator

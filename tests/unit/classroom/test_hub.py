@@ -53,11 +53,12 @@ def test_the_config_binds_localhost_with_the_culler_and_the_class_list(tmp_path:
 
     from deliverylab.classroom import hub_spawner
 
-    s = settings(tmp_path, cull_timeout=600, cull_every=60, port=18123)
+    s = settings(tmp_path, cull_timeout=600, cull_every=60, port=18123, proxy_api_port=18124)
     c = Config()
     hub_spawner.configure(c, str(s.save()))
     assert c.JupyterHub.ip == "127.0.0.1" and c.JupyterHub.hub_ip == "127.0.0.1"
     assert c.JupyterHub.port == 18123
+    assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:18124"  # not every hub's 8001
     assert c.Authenticator.allowed_users == {"ann", "ben"}
     assert c.JupyterHub.spawner_class is hub_spawner.StudentSpawner
     [culler] = c.JupyterHub.services
