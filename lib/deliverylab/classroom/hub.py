@@ -154,6 +154,10 @@ def ensure_student(settings: HubSettings, student: str) -> pwd.struct_passwd:
         run(["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash",
              "--user-group", "--comment", GECOS, name])
         user = pwd.getpwnam(name)
+    if user.pw_gecos.split(",")[0] != GECOS or user.pw_uid == 0:
+        raise LabError(f"Unix user {name} exists but was not made by the classroom (its "
+                       f"comment is {user.pw_gecos!r}): choose another prefix than "
+                       f"{settings.prefix!r}")
     home.chmod(0o700)
     labs = home / "labs"
     if not labs.exists():
