@@ -10,7 +10,6 @@ choice). ``save=`` also writes it to a file (format from the suffix: .png, .svg,
 from __future__ import annotations
 
 import io
-import logging
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..checker import ANOMALIES
 from ..errors import bad_value
 from ..faults import FAULTS
 from ..history import History, Op
+from ..process.lablog import logger
 
 # One color per meaning, shared by both figures (colorblind-safe Okabe-Ito palette).
 COLORS = {
@@ -43,7 +43,7 @@ COLORS = {
 }
 
 
-log = logging.getLogger(__name__)
+log = logger(__name__)  # the lab's log, never the student's cell
 
 #: matplotlib's warning when a figure is too small for its decorations (a tall legend
 #: beside few lanes): the axes would collapse, so the layout is skipped.
