@@ -51,8 +51,9 @@ REMOVE_OUTPUT = "remove-output"
 #: Papermill's cell of the parameters it passed: shown in the banner instead (it holds
 #: the run's own paths).
 INJECTED = "injected-parameters"
-#: Parameters of a headless run that say nothing to a reader (machine paths).
-_RUN_ONLY = ("results_path",)
+#: Parameters of a headless run that say nothing to a reader (machine paths; the chapter
+#: tests' reference solution, whose grade the book leaves out anyway).
+_RUN_ONLY = ("results_path", "solution")
 #: A code cell calling this prints the exercise's answer: its output stays out.
 SELF_CHECK = "self_check("
 #: A code cell calling this grades an exercise file: a headless run grades the
@@ -405,6 +406,29 @@ def _footer(chapters: list[Chapter], ch: Chapter) -> str:
 _NAV_SLOT = "<!--dl-book-nav-->"
 
 
+_HEADING_ID = re.compile(r'(<h[1-6] id=")([^"]+)(">)(.*?)(<a class="anchor-link" href="#)'
+                         r'\2(">)', re.S)
+
+
+def unique_heading_ids(page: str) -> str:
+    """The page with every heading's id (and its anchor link) made unique.
+
+    Why: nbconvert makes a heading's id from its text, so a chapter with two "What you
+    saw" headings had two ``id="What-you-saw"``, and the sidebar's link (and the
+    search's) led to the first whichever was meant. The second becomes
+    ``What-you-saw-2``, and so on."""
+    seen: dict[str, int] = {}
+
+    def renamed(m: re.Match[str]) -> str:
+        anchor = m.group(2)
+        seen[anchor] = seen.get(anchor, 0) + 1
+        if seen[anchor] > 1:
+            anchor = f"{anchor}-{seen[anchor]}"
+        return f"{m.group(1)}{anchor}{m.group(3)}{m.group(4)}{m.group(5)}{anchor}{m.group(6)}"
+
+    return _HEADING_ID.sub(renamed, page)
+
+
 def render_chapter(ch: Chapter, chapters: list[Chapter],
                    labs: Path | None = None) -> tuple[str, list[Section]]:
     """A chapter's page, and its sections (``labs``: where exercise starters are)."""
@@ -416,6 +440,7 @@ def render_chapter(ch: Chapter, chapters: list[Chapter],
     resources = {"book_nav": _NAV_SLOT, "book_banner": _banner(ch, run_parameters(executed)),
                  "book_footer": _footer(chapters, ch), "metadata": {"name": ch.title}}
     body, _ = _exporter().from_notebook_node(nb, resources=resources)
+    body = unique_heading_ids(body)
     sections = outline(body)
     return body.replace(_NAV_SLOT, _nav(chapters, ch, sections), 1), sections
 

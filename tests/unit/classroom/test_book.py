@@ -49,7 +49,8 @@ def write_chapter(folder: Path, name: str, title: str, results: dict | None = No
                   panel_lines: list[dict] | None = None, cells: list[dict] | None = None):
     cells = cells or [
         md(f"# {title}\n\nWhat this chapter claims."),
-        code('# Parameters\nfaults = ["lose_ack"]\nresults_path = "/home/ci/x/02.json"\n',
+        code('# Parameters\nfaults = ["lose_ack"]\nresults_path = "/home/ci/x/02.json"\n'
+             'solution = "/home/ci/solutions/02_consume_loop/reference.py"\n',
              tags=("injected-parameters",)),
         code("panel", [panel_output()]),
         md("## 1. Lose an ack while values flow\n\nPress the button."),
@@ -252,3 +253,22 @@ def test_main_prints_a_summary_and_fails_in_one_line(course: Path, tmp_path: Pat
     assert "02_at_least_once: claim held; 2 recorded press(es)" in out
     assert book.main(["--from", str(tmp_path / "nowhere")]) == 2
     assert "nowhere" in capsys.readouterr().err
+
+
+def test_two_headings_of_the_same_text_get_two_anchors(tmp_path: Path):
+    """Chapter 00 has an h2 and an h4 "What you saw": one id each, or the sidebar's
+    link of the second leads to the first."""
+    src = tmp_path / "course"
+    src.mkdir()
+    write_chapter(src, "00_tour", "Tour", None, [], cells=[
+        md("# Tour\n\n## What you saw\n\nfirst"), md("#### What you saw\n\nsecond"),
+        md("## What you saw\n\nthird")])
+    book.build(src, tmp_path / "book")
+    page = (tmp_path / "book" / "00_tour.html").read_text()
+    ids = re.findall(r'<h[1-6] id="(What-you-saw[^"]*)"', page)
+    assert ids == ["What-you-saw", "What-you-saw-2", "What-you-saw-3"]
+    for anchor in ids:
+        assert page.count(f'href="#{anchor}"') >= 1, anchor
+    # The sidebar and the search take h1-h3: the first and the third.
+    assert [s.anchor for s in book.outline(page) if s.heading == "What you saw"] == [
+        "What-you-saw", "What-you-saw-3"]
