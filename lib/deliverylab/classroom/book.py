@@ -226,6 +226,25 @@ def _stand_in(output: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[st
     return out
 
 
+#: A printed table's rule under its header: "-----  ------  ----".
+_TABLE_RULE = re.compile(r"^ *-{3,}( +-{3,})+ *$", re.M)
+
+
+def _unwrapped(output: dict[str, Any]) -> dict[str, Any]:
+    """A printed table kept on its lines: scrolled sideways, never wrapped.
+
+    Why: JupyterLab's style wraps long output lines, which is right for sentences but
+    shreds a table wider than the page (chapter 08's cost table: every row on two lines).
+    Output without a table keeps the usual wrapping."""
+    if output.get("output_type") != "stream" or output.get("name") != "stdout":
+        return output
+    text = output.get("text", "")
+    text = "".join(text) if isinstance(text, list) else text
+    if not _TABLE_RULE.search(text):
+        return output
+    return _note(f"<pre class='dl-book-table-text'>{html.escape(text)}</pre>")
+
+
 def _note(html_text: str) -> dict[str, Any]:
     return {"output_type": "display_data", "metadata": {}, "data": {"text/html": html_text}}
 
@@ -266,8 +285,9 @@ def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord],
             elif GRADE_CALL in _source(cell):
                 cell["outputs"] = [starter_note(_source(cell), labs)]
             else:
-                cell["outputs"] = [o for o in (_stand_in(o, panels)
-                                               for o in cell.get("outputs", [])) if o]
+                cell["outputs"] = [_unwrapped(o) for o in (_stand_in(o, panels)
+                                                           for o in cell.get("outputs", []))
+                                   if o]
         cells.append(cell)
     nb["cells"] = cells
     return nb

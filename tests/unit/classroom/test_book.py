@@ -272,3 +272,14 @@ def test_two_headings_of_the_same_text_get_two_anchors(tmp_path: Path):
     # The sidebar and the search take h1-h3: the first and the third.
     assert [s.anchor for s in book.outline(page) if s.heading == "What you saw"] == [
         "What-you-saw", "What-you-saw-3"]
+
+
+def test_a_printed_table_stays_on_its_lines_and_sentences_still_wrap():
+    table = ("measuring: 39/39 in 100.2 s\n  variant  bytes  records/s\n"
+             "---------  -----  ---------\n   acks=0   1024     128549\n")
+    nb = {"cells": [code("print(costs.table())", [stream(table)]),
+                    code("print(summary)", [stream("60 values were sent " * 12 + "\n")])]}
+    first, second = (c["outputs"][0] for c in book.prepare(nb, {})["cells"])
+    assert first["data"]["text/html"] == (
+        "<pre class='dl-book-table-text'>" + html.escape(table) + "</pre>")
+    assert second["output_type"] == "stream"
