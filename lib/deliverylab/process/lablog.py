@@ -8,7 +8,9 @@ whoever debugs the lab, not something a student can act on; in the middle of a l
 it reads as an error. So the library logs under the ``deliverylab`` logger, and this
 module gives that logger one file per Python process, ``<tmp>/deliverylab-<pid>.log``
 (``$DELIVERYLAB_LOG`` names another), and stops its records from reaching the root
-logger's stderr. The Spark JVM's own output has its log beside it
+logger's stderr. The file exists once there is something in it, and is removed when
+Python exits normally (the lab leaves nothing in the temporary folder); a kernel that
+died keeps it for the post-mortem. The Spark JVM's own output has its log beside it
 (:func:`deliverylab.spark.session.jvm_log`).
 
 What a student *must* act on still reaches the cell, as an exception or a printed line.
@@ -16,6 +18,7 @@ What a student *must* act on still reaches the cell, as an exception or a printe
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import tempfile
@@ -92,3 +95,17 @@ def warnings_to_log(category: type[Warning], name: str) -> Iterator[list[str]]:
         if not issubclass(w.category, category):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
+
+
+def _remove_at_exit() -> None:
+    """Close and remove this process's default log (one named by ``$DELIVERYLAB_LOG``
+    is its owner's to keep)."""
+    if _handler is None:
+        return
+    _handler.close()
+    if os.environ.get(LOG_ENV):
+        return
+    Path(_handler.baseFilename).unlink(missing_ok=True)
+
+
+atexit.register(_remove_at_exit)

@@ -56,3 +56,27 @@ def test_warnings_to_log_notes_them_even_when_the_body_fails(log_file):
             warnings.warn(Noted("before the failure"), stacklevel=2)
             raise RuntimeError("boom")
     assert noted == ["before the failure"]
+
+
+def test_a_normal_exit_removes_the_default_log_and_keeps_a_named_one(tmp_path):
+    """Run in a child Python: its atexit is the one that counts."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("from deliverylab.process import lablog; import sys\n"
+            "lablog.logger('x').warning('noted'); assert lablog.path().exists()\n"
+            "print(lablog.path())\n")
+    lib = str(Path(lablog.__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": lib, "TMPDIR": str(tmp_path)}
+    env.pop(lablog.LOG_ENV, None)
+    default = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)
+    assert default.stderr == ""
+    assert default.stdout.strip().startswith(str(tmp_path))
+    assert not Path(default.stdout.strip()).exists()
+    named = tmp_path / "kept.log"
+    subprocess.run([sys.executable, "-c", code], env={**env, lablog.LOG_ENV: str(named)},
+                   check=True, capture_output=True)
+    assert "noted" in named.read_text()
