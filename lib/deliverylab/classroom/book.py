@@ -465,6 +465,22 @@ def render_chapter(ch: Chapter, chapters: list[Chapter],
     return body.replace(_NAV_SLOT, _nav(chapters, ch, sections), 1), sections
 
 
+#: Longest observed value the contents page shows in full (chapter 08's whole cost
+#: table is one observed value: it belongs to the chapter's page, not the contents).
+BRIEF_VALUE = 60
+
+
+def brief_observed(observed: dict[str, Any] | None) -> str:
+    """The run's counts in one line, each too long a value left to the chapter page."""
+    if not observed:
+        return "-"
+    shown = {k: v for k, v in observed.items()
+             if len(observed_text({k: v})) <= len(k) + 1 + BRIEF_VALUE}
+    left = len(observed) - len(shown)
+    return observed_text(shown) + (f" (+{left} longer value(s) on the chapter's page)"
+                                   if left else "")
+
+
 def index_page(chapters: list[Chapter]) -> str:
     """The contents page: each chapter with its claim, verdict and the run's counts."""
     esc = html.escape
@@ -479,7 +495,7 @@ def index_page(chapters: list[Chapter]) -> str:
             f"{esc(ch.title)}</a> <span class='dl-book-verdict'>{esc(ch.verdict)}</span>"
             f"<p class='dl-book-claim'>{esc(str(res.get('claim', '')))}</p>"
             + (f"<ul class='dl-book-checks'>{checks}</ul>" if checks else "")
-            + f"<p class='dl-book-observed'><code>{esc(observed_text(res.get('observed')))}"
+            + f"<p class='dl-book-observed'><code>{esc(brief_observed(res.get('observed')))}"
             "</code></p></li>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1.0'>"

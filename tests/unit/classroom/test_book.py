@@ -283,3 +283,11 @@ def test_a_printed_table_stays_on_its_lines_and_sentences_still_wrap():
     assert first["data"]["text/html"] == (
         "<pre class='dl-book-table-text'>" + html.escape(table) + "</pre>")
     assert second["output_type"] == "stream"
+
+
+def test_the_contents_page_leaves_a_long_observed_value_to_the_chapter():
+    observed = {"lost": 0, "table": {"rows": [{"variant": "acks=0", "records_s": 1.0}] * 20}}
+    assert book.brief_observed(observed) == (
+        "lost=0 (+1 longer value(s) on the chapter's page)")
+    assert book.brief_observed({"lost": 0, "duplicates": 2}) == "lost=0 duplicates=2"
+    assert book.brief_observed(None) == "-"
