@@ -226,6 +226,23 @@ def _stand_in(output: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[st
     return out
 
 
+#: A plot's title as the cell that drew it names it: ``title="..."`` (or ``f"..."``).
+_TITLE_ARG = re.compile(r"""\btitle\s*=\s*f?(["'])(.+?)\1""")
+#: Output metadata key the chapter template reads for an image's alternative text.
+ALT = "dl_book_alt"
+
+
+def alt_text(source: str) -> str:
+    """An image's alternative text: the title its cell gives the plot, else the call that
+    drew it (a reader without the image, or a screen reader, still learns what it is)."""
+    found = _TITLE_ARG.search(source)
+    if found:  # an f-string's fields are the run's values: not known here
+        return "Plot: " + re.sub(r"\{[^}]*\}", "...", found.group(2))
+    lines = [ln.strip() for ln in source.splitlines() if ln.strip()
+             and not ln.strip().startswith("#")]
+    return "Plot drawn by: " + (lines[-1][:120] if lines else "this cell")
+
+
 #: A printed table's rule under its header: "-----  ------  ----".
 _TABLE_RULE = re.compile(r"^ *-{3,}( +-{3,})+ *$", re.M)
 
@@ -288,6 +305,9 @@ def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord],
                 cell["outputs"] = [_unwrapped(o) for o in (_stand_in(o, panels)
                                                            for o in cell.get("outputs", []))
                                    if o]
+                for o in cell["outputs"]:
+                    if "image/png" in o.get("data", {}):
+                        o.setdefault("metadata", {})[ALT] = alt_text(_source(cell))
         cells.append(cell)
     nb["cells"] = cells
     return nb

@@ -291,3 +291,14 @@ def test_the_contents_page_leaves_a_long_observed_value_to_the_chapter():
         "lost=0 (+1 longer value(s) on the chapter's page)")
     assert book.brief_observed({"lost": 0, "duplicates": 2}) == "lost=0 duplicates=2"
     assert book.brief_observed(None) == "-"
+
+
+def test_a_plot_gets_its_title_as_alternative_text(built):
+    assert book.alt_text('dl.plots.timeline(h, title="Your stream: lost acks")') == (
+        "Plot: Your stream: lost acks")
+    assert book.alt_text("fig = f(x,\n   title=f'sends to {topic} and the fault')") == (
+        "Plot: sends to ... and the fault")
+    assert book.alt_text("# draw\ndl.cost.plot(costs)") == "Plot drawn by: dl.cost.plot(costs)"
+    out, _ = built
+    page = (out / "02_at_least_once.html").read_text()
+    assert '<img alt="Plot drawn by: dl.plots.timeline(history)"' in page
