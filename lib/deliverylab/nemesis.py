@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from .cluster import ready
 from .errors import LabError, QuorumWarning, bad_value
 from .faults import FAULTS, fault
 from .history import History
+from .process.lablog import warnings_to_log
 from .proxy.framing import api_key
 from .proxy.proxy import AckLoss, Hold
 
@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
 #: The registry's faults the Nemesis does itself (each is a method of the same name).
 CLUSTER_FAULTS: tuple[str, ...] = tuple(n for n, f in FAULTS.items() if f.kind == "cluster")
+#: Appended to a fault's line when it took the controller quorum away on purpose (the
+#: cluster's QuorumWarning itself goes to the lab's log: process/lablog.py).
+QUORUM_GONE = ("; on purpose, the controller quorum is gone until a voter is back "
+               "(heal): no elections, no ISR changes")
 #: Faults that need a node number; ``Schedule.random`` draws one for them.
 NODE_FAULTS = frozenset({"kill_broker", "pause_broker", "resume_broker", "restart_broker",
                          "partition_client", "delay_client"})
@@ -240,12 +244,13 @@ class Nemesis:
                 self.windows.append((isolated[1], t, topic))
             else:
                 leader = self._leader(topic, partition)
-            with warnings.catch_warnings():  # the isolation's kill: the docstring says why
-                warnings.simplefilter("ignore", QuorumWarning)
+            # The isolation's kill (the docstring says why): a deliberate quorum loss is
+            # said in the fault's own line; the cluster's warning goes to the lab's log.
+            with warnings_to_log(QuorumWarning, __name__) as quorum:
                 self.cluster.kill(leader, allow_quorum_loss=allow)
             return self._record("kill_leader", {"topic": topic, "partition": partition}, t,
-                                f"killed broker {leader}, leader of {topic}/{partition}",
-                                leader)
+                                f"killed broker {leader}, leader of {topic}/{partition}"
+                                + (QUORUM_GONE if quorum else ""), leader)
 
     def pause_followers(self, topic: str, partition: int = 0) -> FaultRecord:
         """SIGSTOP the brokers that copy ``topic``/``partition``: the leader alone now
@@ -267,15 +272,17 @@ class Nemesis:
             if not followers:
                 raise NemesisError(f"{topic}/{partition} has no follower to pause: this "
                                    "needs a replicated topic on 3 brokers")
-            with warnings.catch_warnings():  # deliberate: the docstring says why
-                warnings.simplefilter("ignore", QuorumWarning)
+            # Deliberate (the docstring says why): said in the fault's own line; the
+            # cluster's warning goes to the lab's log, not into the student's cell.
+            with warnings_to_log(QuorumWarning, __name__) as quorum:
                 for node in followers:
                     self.cluster.pause(node, allow_quorum_loss=True)
             self._isolated[(topic, partition)] = (leader, t, followers)
             return self._record(
                 "pause_followers", {"topic": topic, "partition": partition}, t,
                 f"paused brokers {followers} (followers of {topic}/{partition}); broker "
-                f"{leader} now acknowledges writes nobody copies", leader)
+                f"{leader} now acknowledges writes nobody copies"
+                + (QUORUM_GONE if quorum else ""), leader)
 
     def unavailable(self, name: str) -> str | None:
         """Why fault ``name`` cannot run on this cluster, or None when it can: the

@@ -27,6 +27,7 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent  # the project's venv: its jupyter, its kernel
 INSTALL_CHROMIUM = ROOT / "scripts" / "install-chromium.sh"
 
@@ -45,6 +46,16 @@ LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
         {"windowingMode": "none"},
 }
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The course book's test reads the chapters the chapter tests executed: it runs
+    after every other selected test (pytest would otherwise take tests/browser/ before
+    tests/labs/, and chapter 08 runs in the same solo part)."""
+    book = [i for i in items
+            if Path(i.path).name == "test_book.py" and Path(i.path).parent == HERE]
+    if book:
+        items[:] = [i for i in items if i not in book] + book
 
 
 @pytest.fixture(scope="session")

@@ -183,6 +183,11 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         assert "Cluster 3 node(s)" in _cell(page, "cluster.stop()").inner_text()
         _shot(page, artifacts, "5-claim", _cell(page, "killed_leaders"))
         assert (labs_copy / "results" / "00_tour.json").is_file()
+        # No red box in the live lesson either (the JVM's start-up lines, library
+        # warnings: the lab's log): a student sees stderr only to act on it.
+        stderr = page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type="
+                              "'application/vnd.jupyter.stderr']")
+        assert stderr.count() == 0, " | ".join(stderr.all_inner_texts())[:1500]
     except Exception:
         try:
             _shot(page, artifacts, "failure")

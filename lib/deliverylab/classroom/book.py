@@ -51,8 +51,9 @@ REMOVE_OUTPUT = "remove-output"
 #: Papermill's cell of the parameters it passed: shown in the banner instead (it holds
 #: the run's own paths).
 INJECTED = "injected-parameters"
-#: Parameters of a headless run that say nothing to a reader (machine paths).
-_RUN_ONLY = ("results_path",)
+#: Parameters of a headless run that say nothing to a reader (machine paths; the chapter
+#: tests' reference solution, whose grade the book leaves out anyway).
+_RUN_ONLY = ("results_path", "solution")
 #: A code cell calling this prints the exercise's answer: its output stays out.
 SELF_CHECK = "self_check("
 #: A code cell calling this grades an exercise file: a headless run grades the
@@ -225,6 +226,42 @@ def _stand_in(output: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[st
     return out
 
 
+#: A plot's title as the cell that drew it names it: ``title="..."`` (or ``f"..."``).
+_TITLE_ARG = re.compile(r"""\btitle\s*=\s*f?(["'])(.+?)\1""")
+#: Output metadata key the chapter template reads for an image's alternative text.
+ALT = "dl_book_alt"
+
+
+def alt_text(source: str) -> str:
+    """An image's alternative text: the title its cell gives the plot, else the call that
+    drew it (a reader without the image, or a screen reader, still learns what it is)."""
+    found = _TITLE_ARG.search(source)
+    if found:  # an f-string's fields are the run's values: not known here
+        return "Plot: " + re.sub(r"\{[^}]*\}", "...", found.group(2))
+    lines = [ln.strip() for ln in source.splitlines() if ln.strip()
+             and not ln.strip().startswith("#")]
+    return "Plot drawn by: " + (lines[-1][:120] if lines else "this cell")
+
+
+#: A printed table's rule under its header: "-----  ------  ----".
+_TABLE_RULE = re.compile(r"^ *-{3,}( +-{3,})+ *$", re.M)
+
+
+def _unwrapped(output: dict[str, Any]) -> dict[str, Any]:
+    """A printed table kept on its lines: scrolled sideways, never wrapped.
+
+    Why: JupyterLab's style wraps long output lines, which is right for sentences but
+    shreds a table wider than the page (chapter 08's cost table: every row on two lines).
+    Output without a table keeps the usual wrapping."""
+    if output.get("output_type") != "stream" or output.get("name") != "stdout":
+        return output
+    text = output.get("text", "")
+    text = "".join(text) if isinstance(text, list) else text
+    if not _TABLE_RULE.search(text):
+        return output
+    return _note(f"<pre class='dl-book-table-text'>{html.escape(text)}</pre>")
+
+
 def _note(html_text: str) -> dict[str, Any]:
     return {"output_type": "display_data", "metadata": {}, "data": {"text/html": html_text}}
 
@@ -265,8 +302,12 @@ def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord],
             elif GRADE_CALL in _source(cell):
                 cell["outputs"] = [starter_note(_source(cell), labs)]
             else:
-                cell["outputs"] = [o for o in (_stand_in(o, panels)
-                                               for o in cell.get("outputs", [])) if o]
+                cell["outputs"] = [_unwrapped(o) for o in (_stand_in(o, panels)
+                                                           for o in cell.get("outputs", []))
+                                   if o]
+                for o in cell["outputs"]:
+                    if "image/png" in o.get("data", {}):
+                        o.setdefault("metadata", {})[ALT] = alt_text(_source(cell))
         cells.append(cell)
     nb["cells"] = cells
     return nb
@@ -405,6 +446,29 @@ def _footer(chapters: list[Chapter], ch: Chapter) -> str:
 _NAV_SLOT = "<!--dl-book-nav-->"
 
 
+_HEADING_ID = re.compile(r'(<h[1-6] id=")([^"]+)(">)(.*?)(<a class="anchor-link" href="#)'
+                         r'\2(">)', re.S)
+
+
+def unique_heading_ids(page: str) -> str:
+    """The page with every heading's id (and its anchor link) made unique.
+
+    Why: nbconvert makes a heading's id from its text, so a chapter with two "What you
+    saw" headings had two ``id="What-you-saw"``, and the sidebar's link (and the
+    search's) led to the first whichever was meant. The second becomes
+    ``What-you-saw-2``, and so on."""
+    seen: dict[str, int] = {}
+
+    def renamed(m: re.Match[str]) -> str:
+        anchor = m.group(2)
+        seen[anchor] = seen.get(anchor, 0) + 1
+        if seen[anchor] > 1:
+            anchor = f"{anchor}-{seen[anchor]}"
+        return f"{m.group(1)}{anchor}{m.group(3)}{m.group(4)}{m.group(5)}{anchor}{m.group(6)}"
+
+    return _HEADING_ID.sub(renamed, page)
+
+
 def render_chapter(ch: Chapter, chapters: list[Chapter],
                    labs: Path | None = None) -> tuple[str, list[Section]]:
     """A chapter's page, and its sections (``labs``: where exercise starters are)."""
@@ -416,8 +480,25 @@ def render_chapter(ch: Chapter, chapters: list[Chapter],
     resources = {"book_nav": _NAV_SLOT, "book_banner": _banner(ch, run_parameters(executed)),
                  "book_footer": _footer(chapters, ch), "metadata": {"name": ch.title}}
     body, _ = _exporter().from_notebook_node(nb, resources=resources)
+    body = unique_heading_ids(body)
     sections = outline(body)
     return body.replace(_NAV_SLOT, _nav(chapters, ch, sections), 1), sections
+
+
+#: Longest observed value the contents page shows in full (chapter 08's whole cost
+#: table is one observed value: it belongs to the chapter's page, not the contents).
+BRIEF_VALUE = 60
+
+
+def brief_observed(observed: dict[str, Any] | None) -> str:
+    """The run's counts in one line, each too long a value left to the chapter page."""
+    if not observed:
+        return "-"
+    shown = {k: v for k, v in observed.items()
+             if len(observed_text({k: v})) <= len(k) + 1 + BRIEF_VALUE}
+    left = len(observed) - len(shown)
+    return observed_text(shown) + (f" (+{left} longer value(s) on the chapter's page)"
+                                   if left else "")
 
 
 def index_page(chapters: list[Chapter]) -> str:
@@ -434,7 +515,7 @@ def index_page(chapters: list[Chapter]) -> str:
             f"{esc(ch.title)}</a> <span class='dl-book-verdict'>{esc(ch.verdict)}</span>"
             f"<p class='dl-book-claim'>{esc(str(res.get('claim', '')))}</p>"
             + (f"<ul class='dl-book-checks'>{checks}</ul>" if checks else "")
-            + f"<p class='dl-book-observed'><code>{esc(observed_text(res.get('observed')))}"
+            + f"<p class='dl-book-observed'><code>{esc(brief_observed(res.get('observed')))}"
             "</code></p></li>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1.0'>"

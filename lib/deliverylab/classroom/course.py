@@ -175,8 +175,10 @@ def run_chapter(chapter: str, out: Path, labs: Path | None = None, small: bool =
     executed = out / f"{chapter}.ipynb"
     params = {**parameters(chapter, small, results_path), **(extra or {})}
     # What each failure button showed after each press, for the book (notebook/record.py).
+    # Started empty, so that a chapter without a panel (08) still leaves its record: an
+    # empty one says "no panel shown", a missing one "not recorded".
     panels = out / f"{chapter}.panels.jsonl"
-    panels.unlink(missing_ok=True)
+    panels.write_text("", encoding="utf-8")
     t0 = time.monotonic()
     error = None
     before = os.environ.get(RECORD_ENV)

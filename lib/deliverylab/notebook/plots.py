@@ -10,7 +10,6 @@ choice). ``save=`` also writes it to a file (format from the suffix: .png, .svg,
 from __future__ import annotations
 
 import io
-import logging
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..checker import ANOMALIES
 from ..errors import bad_value
 from ..faults import FAULTS
 from ..history import History, Op
+from ..process.lablog import logger
 
 # One color per meaning, shared by both figures (colorblind-safe Okabe-Ito palette).
 COLORS = {
@@ -43,7 +43,7 @@ COLORS = {
 }
 
 
-log = logging.getLogger(__name__)
+log = logger(__name__)  # the lab's log, never the student's cell
 
 #: matplotlib's warning when a figure is too small for its decorations (a tall legend
 #: beside few lanes): the axes would collapse, so the layout is skipped.
@@ -215,15 +215,27 @@ def timeline(
     # A fault's description can be a sentence: rotated, it would be taller than the axes
     # and collapse the layout. Cut short, horizontal, out of the layout; on the line's
     # left when the line is near the right edge (else it runs into the legend).
+    # Two faults close together (chapter 1's pause, then kill) would print one label over
+    # the other: a label that would overlap one already placed goes a line lower.
     lo, hi = ax.get_xlim()
-    for start, name in labels:
+    width_pt = fig.get_figwidth() * 72 * ax.get_position().width
+    taken: list[list[tuple[float, float]]] = []  # per line: (from, to) in axes fraction
+    for start, name in sorted(labels):
         label = name if len(name) <= 32 else name[:31] + "\u2026"
-        right = hi > lo and (start - lo) / (hi - lo) > 0.7
+        at = (start - lo) / (hi - lo) if hi > lo else 0.0
+        right = at > 0.7
+        span = (len(label) * 8 * 0.6 + 6) / width_pt  # fontsize 8: ~0.6 em per character
+        extent = (at - span, at) if right else (at, at + span)
+        line = next((i for i, spans in enumerate(taken)
+                     if all(extent[1] <= a or extent[0] >= b for a, b in spans)), len(taken))
+        if line == len(taken):
+            taken.append([])
+        taken[line].append(extent)
         ax.annotate(label, (start, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(-3 if right else 3, -3), textcoords="offset points", va="top",
-                    ha="right" if right else "left", fontsize=8, color=COLORS["fault"],
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
-                          "pad": 1}).set_in_layout(False)
+                    xytext=(-3 if right else 3, -3 - 11 * line), textcoords="offset points",
+                    va="top", ha="right" if right else "left", fontsize=8,
+                    color=COLORS["fault"], bbox={"facecolor": "white", "edgecolor": "none",
+                                                 "alpha": 0.8, "pad": 1}).set_in_layout(False)
 
     ax.set_yticks(range(len(processes)), processes)
     ax.set_ylim(-0.7, max(len(processes), 1) - 0.3)

@@ -440,7 +440,11 @@ class FaultPanel(W.VBox):
         try:
             md = self.cluster.admin().list_topics(self.topic, timeout=self.metadata_timeout)
         except Exception as exc:
-            return f"unknown ({one_line(exc)})"
+            # A KafkaException's KafkaError says it in words ("Failed to get metadata:
+            # Local: Timed out"); its repr is a struct dump nobody reads in a status line.
+            error = exc.args[0] if exc.args else None
+            said = getattr(error, "str", None)
+            return f"unknown ({said() if callable(said) else one_line(exc)})"
         meta = md.topics.get(self.topic)
         if meta is None or meta.error is not None:
             return "topic not created yet" if meta is None or meta.error.code() == 3 \

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
-import sys
 import tempfile
 import time
 import urllib.error
@@ -204,8 +203,9 @@ def fill(components: list[str], deep: bool = True, quiet: bool = False,
     _check_scheme(base)
     total = sum(j.size for j, _ in todo)
     done = 0
-    say = (lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr,
-                                                                 flush=True))
+    # Progress on stdout: it is news, not an error (in a notebook, a first use that
+    # downloads would otherwise print red boxes the student cannot act on).
+    say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
     say(f"downloading {len(todo)} jar(s), {total / MB:.1f} MB, from {base} ({origin})")
     fetched = []
     for i, (jar, dest) in enumerate(todo, 1):

@@ -49,7 +49,8 @@ def write_chapter(folder: Path, name: str, title: str, results: dict | None = No
                   panel_lines: list[dict] | None = None, cells: list[dict] | None = None):
     cells = cells or [
         md(f"# {title}\n\nWhat this chapter claims."),
-        code('# Parameters\nfaults = ["lose_ack"]\nresults_path = "/home/ci/x/02.json"\n',
+        code('# Parameters\nfaults = ["lose_ack"]\nresults_path = "/home/ci/x/02.json"\n'
+             'solution = "/home/ci/solutions/02_consume_loop/reference.py"\n',
              tags=("injected-parameters",)),
         code("panel", [panel_output()]),
         md("## 1. Lose an ack while values flow\n\nPress the button."),
@@ -252,3 +253,52 @@ def test_main_prints_a_summary_and_fails_in_one_line(course: Path, tmp_path: Pat
     assert "02_at_least_once: claim held; 2 recorded press(es)" in out
     assert book.main(["--from", str(tmp_path / "nowhere")]) == 2
     assert "nowhere" in capsys.readouterr().err
+
+
+def test_two_headings_of_the_same_text_get_two_anchors(tmp_path: Path):
+    """Chapter 00 has an h2 and an h4 "What you saw": one id each, or the sidebar's
+    link of the second leads to the first."""
+    src = tmp_path / "course"
+    src.mkdir()
+    write_chapter(src, "00_tour", "Tour", None, [], cells=[
+        md("# Tour\n\n## What you saw\n\nfirst"), md("#### What you saw\n\nsecond"),
+        md("## What you saw\n\nthird")])
+    book.build(src, tmp_path / "book")
+    page = (tmp_path / "book" / "00_tour.html").read_text()
+    ids = re.findall(r'<h[1-6] id="(What-you-saw[^"]*)"', page)
+    assert ids == ["What-you-saw", "What-you-saw-2", "What-you-saw-3"]
+    for anchor in ids:
+        assert page.count(f'href="#{anchor}"') >= 1, anchor
+    # The sidebar and the search take h1-h3: the first and the third.
+    assert [s.anchor for s in book.outline(page) if s.heading == "What you saw"] == [
+        "What-you-saw", "What-you-saw-3"]
+
+
+def test_a_printed_table_stays_on_its_lines_and_sentences_still_wrap():
+    table = ("measuring: 39/39 in 100.2 s\n  variant  bytes  records/s\n"
+             "---------  -----  ---------\n   acks=0   1024     128549\n")
+    nb = {"cells": [code("print(costs.table())", [stream(table)]),
+                    code("print(summary)", [stream("60 values were sent " * 12 + "\n")])]}
+    first, second = (c["outputs"][0] for c in book.prepare(nb, {})["cells"])
+    assert first["data"]["text/html"] == (
+        "<pre class='dl-book-table-text'>" + html.escape(table) + "</pre>")
+    assert second["output_type"] == "stream"
+
+
+def test_the_contents_page_leaves_a_long_observed_value_to_the_chapter():
+    observed = {"lost": 0, "table": {"rows": [{"variant": "acks=0", "records_s": 1.0}] * 20}}
+    assert book.brief_observed(observed) == (
+        "lost=0 (+1 longer value(s) on the chapter's page)")
+    assert book.brief_observed({"lost": 0, "duplicates": 2}) == "lost=0 duplicates=2"
+    assert book.brief_observed(None) == "-"
+
+
+def test_a_plot_gets_its_title_as_alternative_text(built):
+    assert book.alt_text('dl.plots.timeline(h, title="Your stream: lost acks")') == (
+        "Plot: Your stream: lost acks")
+    assert book.alt_text("fig = f(x,\n   title=f'sends to {topic} and the fault')") == (
+        "Plot: sends to ... and the fault")
+    assert book.alt_text("# draw\ndl.cost.plot(costs)") == "Plot drawn by: dl.cost.plot(costs)"
+    out, _ = built
+    page = (out / "02_at_least_once.html").read_text()
+    assert '<img alt="Plot drawn by: dl.plots.timeline(history)"' in page

@@ -116,3 +116,28 @@ def test_main_prints_the_table_and_fails_if_a_chapter_failed(tmp_path, monkeypat
 def test_run_all_goal_is_printed_beside_the_time():
     assert course.run_all_goal(179.6) == "(goal <= 180 s: met)"
     assert course.run_all_goal(181) == "(goal <= 180 s: MISSED)"
+
+
+def test_a_chapter_without_a_panel_still_leaves_an_empty_panel_record(tmp_path):
+    """The book (and its browser test) tell "no panel shown" (empty record) from "not
+    recorded" (no file): chapter 08 has no panel. A trivial notebook, a real kernel."""
+    import json
+
+    labs = tmp_path / "labs"
+    labs.mkdir()
+    cells = [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [],
+              "execution_count": None, "source": 'results_path = ""\n'},
+             {"cell_type": "code", "id": "w", "metadata": {}, "outputs": [],
+              "execution_count": None,
+              "source": "import json; json.dump({'chapter': '01_x', 'pass': True}, "
+                        "open(results_path, 'w'))\n"}]
+    (labs / "01_x.ipynb").write_text(json.dumps(
+        {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
+         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                     "language": "python"}}}))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "01_x.panels.jsonl").write_text('{"model_id": "from an earlier run"}\n')
+    run = course.run_chapter("01_x", out, labs, html=False)
+    assert run.passed, run.error
+    assert (out / "01_x.panels.jsonl").read_text() == ""

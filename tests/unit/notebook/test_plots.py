@@ -77,3 +77,18 @@ def test_a_fault_near_the_right_edge_is_labelled_on_the_lines_left():
     [ax] = plots.timeline(h).axes
     assert [(t.get_text(), t.get_horizontalalignment()) for t in ax.texts] == [
         ("Hold a request", "left"), ("Release held request", "right")]
+
+
+def test_two_faults_close_together_get_their_labels_on_two_lines():
+    """Chapter 1's scenario: the pause and the kill 0.3 s apart on a 14 s axis printed
+    "Pa|solate and kill leader", one label over the other."""
+    h = History()
+    for i in range(20):
+        h.append(Op("producer-0", "send", "ok", 0.7 * i, (f"producer-0:{i}",), "t", 0, i))
+    h.append(Op("nemesis", "fault", "ok", 0.8, detail="Pause followers"))
+    h.append(Op("nemesis", "fault", "ok", 1.1, detail="Isolate and kill leader"))
+    h.append(Op("nemesis", "fault", "ok", 7.0, detail="Heal"))
+    [ax] = plots.timeline(h).axes
+    offsets = {t.get_text(): t.xyann[1] for t in ax.texts}
+    assert offsets["Pause followers"] != offsets["Isolate and kill leader"]
+    assert offsets["Heal"] == offsets["Pause followers"]  # far apart: the first line
