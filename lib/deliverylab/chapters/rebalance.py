@@ -138,6 +138,7 @@ class Window:
     stop_the_world: tuple[float, float]  # the longest interval with nothing consumed
     longest_kept: float  # longest pause of a partition its healthy owner kept throughout
     callbacks: list[Event]  # the healthy members' rebalance callbacks in the window
+    revoked_kept: float = 0.0  # seconds those kept partitions spent revoked, summed
 
     @property
     def pause(self) -> float:
@@ -166,8 +167,37 @@ def measure(timeline: Sequence[Event], partitions: int, staller: str, stall: flo
         pauses = partition_pauses(timeline, kept, a, b)
         out.append(Window(name, a, b, stop_the_world(timeline, a, b),
                           max((y - x for x, y in pauses.values()), default=0.0),
-                          callbacks(timeline, members, a, b)))
+                          callbacks(timeline, members, a, b),
+                          revoked_time(timeline, kept, a, b)))
     return out[0], out[1]
+
+
+def revoked_time(timeline: Sequence[Event], partitions: Iterable[int], start: float,
+                 end: float) -> float:
+    """Seconds ``partitions`` spent revoked in [start, end], summed: from each revoke
+    callback naming one to the next assign callback naming it (or ``end``).
+
+    It reads only the callbacks, so it says what the *protocol* did, whatever the
+    fetching: an eager rebalance revokes every partition, also those that come back to
+    the same member; a cooperative one revokes only those that move.
+    """
+    wanted, total = set(partitions), 0.0
+    since: dict[int, float] = {}
+    held: dict[int, str] = {}
+    for e in sorted(timeline, key=lambda e: e.t):
+        if e.t > end:
+            break
+        for p in e.partitions:
+            if e.kind == "assigned":
+                held[p] = e.member
+                if p in since:
+                    total += e.t - since.pop(p)
+            elif e.kind in ("revoked", "lost") and held.get(p) == e.member:
+                # a "lost" naming partitions someone else holds now changes nothing
+                del held[p]
+                if p in wanted and e.t >= start:
+                    since[p] = e.t
+    return total + sum(end - t for t in since.values())
 
 
 # ------------------------------------------------------------------- running (real)
@@ -201,7 +231,13 @@ class GroupRun:
                 "rejoin: rebalance callbacks": len(self.rejoin.callbacks),
                 "longest pause of a kept partition (s)": round(
                     max(self.eviction.longest_kept, self.rejoin.longest_kept), 2),
+                "kept partitions' time revoked (s)": round(self.revoked_kept, 3),
                 "staller's partitions idle (s)": round(self.staller_idle(), 2)}
+
+    @property
+    def revoked_kept(self) -> float:
+        """Seconds the partitions that never moved spent revoked, both windows."""
+        return self.eviction.revoked_kept + self.rejoin.revoked_kept
 
     def staller_idle(self) -> float:
         """The longest time a partition the staller held at its stall went unconsumed."""
@@ -295,8 +331,8 @@ def _wait(what: str, ok: Any, timeout: float, run: _Run) -> None:
 
 
 def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
-                   partitions: int = 6, rate: float = 300.0, warmup_s: float = 3.0,
-                   stall_s: float = 9.0, settle_s: float = 7.0, max_poll_ms: int = 6000,
+                   partitions: int = 6, rate: float = 300.0, warmup_s: float = 2.0,
+                   stall_s: float = 8.0, settle_s: float = 5.0, max_poll_ms: int = 6000,
                    session_ms: int = 6000, heartbeat_ms: int = 1000) -> GroupRun:
     """Run a group of ``members`` on a new ``partitions``-partition topic ``<name>``
     filled at ``rate`` records/s; after ``warmup_s`` the last member stalls ``stall_s``

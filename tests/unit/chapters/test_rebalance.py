@@ -91,6 +91,7 @@ def test_a_cooperative_stall_stops_only_what_moves():
     assert eviction.longest_kept == pytest.approx(0.1)
     assert rejoin.longest_kept == pytest.approx(0.1)  # 4 moved (a -> c): not "kept"
     assert len(rejoin.callbacks) == 1  # a's revoke; c's own assign is the staller's
+    assert eviction.revoked_kept == rejoin.revoked_kept == 0.0
 
 
 def test_bad_windows_and_arguments_are_refused():
@@ -106,3 +107,21 @@ def test_bad_windows_and_arguments_are_refused():
                    dict(strategy="eager", session_ms=9000)):
         with pytest.raises(LabError):
             R.stall_in_group(NoCluster(), "x", **kwargs)
+
+
+def test_time_revoked_counts_only_from_revoke_to_the_assign_that_gives_it_back():
+    tl = [Event(0.0, "a", "assigned", (0, 1)),
+          Event(1.0, "a", "revoked", (0, 1)), Event(1.5, "a", "assigned", (0,)),
+          Event(2.0, "b", "assigned", (1,)), Event(3.0, "a", "lost", (0,))]
+    assert R.revoked_time(tl, [0, 1], 0.0, 10.0) == pytest.approx(0.5 + 1.0 + 7.0)
+    assert R.revoked_time(tl, [1], 0.0, 10.0) == pytest.approx(1.0)
+    assert R.revoked_time(tl, [0], 2.0, 10.0) == pytest.approx(7.0)  # before the window: no
+    # b does not hold 0: its "lost" changes nothing
+    assert R.revoked_time(tl + [Event(1.7, "b", "lost", (0,))], [0], 1.6, 2.9) == 0.0
+
+
+def test_eager_revokes_kept_partitions_and_cooperative_does_not():
+    eviction, rejoin = R.measure(eager_timeline(), 6, "c", stall=3.0, wake=12.0, end=16.0)
+    # partitions 0-3, each revoked for 0.8 s at the eviction and 0.6 s at the rejoin
+    assert eviction.revoked_kept == pytest.approx(4 * 0.8)
+    assert rejoin.revoked_kept == pytest.approx(4 * 0.6)
