@@ -152,7 +152,8 @@ class SideBySide:
                 per = [r["records_per_request"] for r in self.runs
                        if r["client"] == client and r["variant"] == v.name
                        and r.get("records_per_request") is not None]
-                row[f"{client} records/request"] = statistics.median(per) if per else None
+                row[f"{client} records/request"] = (round(statistics.median(per), 1) if per
+                                                    else None)
             out.append(row)
         return out
 
