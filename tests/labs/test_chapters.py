@@ -98,8 +98,11 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                           == o["kill_duplicates"] == o["spark_kill_duplicates"]
                                           and o["term_duplicates"] == 0
                                           # a mid-stream kill: predicted from the position
-                                          # committed before it, found in the topic
+                                          # committed before it, found in the topic; with
+                                          # the defaults a flush committed something first
                                           and o["window_found"] == o["window_predicted"]
+                                          and o["window_position"] is not None
+                                          and 0 < o["window_predicted"] < o["window_kill_after"]
                                           and o["eos_kill_duplicates"] == 0
                                           and o["eos_kill_missing"] == 0
                                           and o["open_committed_duplicates"] == 0

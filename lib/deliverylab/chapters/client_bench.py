@@ -18,6 +18,7 @@ librdkafka baseline and its idempotent producer differ in *two* things; ``acks=a
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import subprocess
@@ -61,6 +62,16 @@ VARIANTS = (
 BASELINE = "acks=all"
 
 
+_METRIC = re.compile(r"^producer-metrics:([a-z-]+):\{client-id=[^}]*\}\s*:\s*([\d.Ee+-]+|NaN)\s*$",
+                     re.M)
+
+
+def parse_metrics(output: str) -> dict[str, float]:
+    """The producer metrics ``ProducerPerformance --print-metrics`` prints at the end
+    (``producer-metrics:<name>:{client-id=...} : <value>``), by name; NaN left out."""
+    return {name: float(value) for name, value in _METRIC.findall(output) if value != "NaN"}
+
+
 def parse_total(output: str) -> dict[str, float]:
     """The final summary line of ``ProducerPerformance``, as numbers."""
     found = _TOTAL.findall(output)
@@ -80,7 +91,8 @@ def java_run(bootstrap: str, topic: str, variant: BenchVariant, records: int, si
     props = {"bootstrap.servers": bootstrap, "linger.ms": str(int(linger_ms)),
              "batch.size": str(batch_size), **variant.java}
     args = ["--topic", topic, "--num-records", str(records), "--record-size", str(size),
-            "--throughput", "-1", "--producer-props", *[f"{k}={v}" for k, v in props.items()]]
+            "--throughput", "-1", "--print-metrics",
+            "--producer-props", *[f"{k}={v}" for k, v in props.items()]]
     if variant.commit_ms is not None:
         args += ["--transactional-id", f"perf-{uuid.uuid4().hex[:8]}",
                  "--transaction-duration-ms", str(variant.commit_ms)]
@@ -95,7 +107,22 @@ def java_run(bootstrap: str, topic: str, variant: BenchVariant, records: int, si
     if proc.returncode != 0:
         raise LabError(f"ProducerPerformance ({variant.name}) exited {proc.returncode}: "
                        f"{proc.stderr.strip()[-400:]}")
-    return parse_total(proc.stdout)
+    metrics = parse_metrics(proc.stdout)
+    return {**parse_total(proc.stdout),
+            "records_per_request": metrics.get("records-per-request-avg")}
+
+
+def produce_requests_per(stats: list[str]) -> float | None:
+    """Records per Produce request of one librdkafka run, from its last statistics
+    report (librdkafka's STATISTICS.md): messages transmitted (``txmsgs``) over Produce
+    requests sent (``brokers.<name>.req.Produce``), both counted up to the same moment.
+    None without a report or a request."""
+    if not stats:
+        return None
+    last = json.loads(stats[-1])
+    brokers = last.get("brokers", {}).values()
+    produce = sum(b.get("req", {}).get("Produce", 0) for b in brokers if b.get("nodeid", -1) >= 0)
+    return last.get("txmsgs", 0) / produce if produce else None
 
 
 @dataclass
@@ -122,6 +149,11 @@ class SideBySide:
                 row[f"{client} records/s"] = value
                 row[f"{client} ratio"] = (value / base if value is not None and base
                                           else None)
+                per = [r["records_per_request"] for r in self.runs
+                       if r["client"] == client and r["variant"] == v.name
+                       and r.get("records_per_request") is not None]
+                row[f"{client} records/request"] = (round(statistics.median(per), 1) if per
+                                                    else None)
             out.append(row)
         return out
 
@@ -156,7 +188,9 @@ def side_by_side(cluster: Any, size: int = 1024, records: int = 60_000,
                                  partitions=partitions)
     result = SideBySide()
     for rep in range(reps):
-        for v in VARIANTS:
+        # Every other repetition runs the variants in reverse: a variant's place in the
+        # round (right after a JVM exit, or after the heaviest run) must not favour it.
+        for v in VARIANTS if rep % 2 == 0 else VARIANTS[::-1]:
             if v.java is not None:
                 got = java_run(bootstrap, topic, v, records, size, linger_ms, batch_size)
                 result.runs.append({"client": "java", "variant": v.name, "rep": rep, **got})
@@ -165,9 +199,13 @@ def side_by_side(cluster: Any, size: int = 1024, records: int = 60_000,
                         IDEMPOTENT if v.librdkafka["enable.idempotence"] else AT_LEAST_ONCE)
                 lv = Variant(v.name, mode, dict(v.librdkafka),
                              float(v.commit_ms) if v.commit_ms else None)
+                stats: list[str] = []
                 n, secs = throughput(bootstrap, topic, partitions, lv, size, seconds,
                                      settings={"linger.ms": linger_ms,
-                                               "batch.size": batch_size})
+                                               "batch.size": batch_size,
+                                               "statistics.interval.ms": 500,
+                                               "stats_cb": stats.append})
                 result.runs.append({"client": "librdkafka", "variant": v.name, "rep": rep,
-                                    "records": n, "records_s": n / secs})
+                                    "records": n, "records_s": n / secs,
+                                    "records_per_request": produce_requests_per(stats)})
     return result

@@ -18,6 +18,7 @@ worker's clock, the same host's): that is exactly the position the successor sta
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +97,19 @@ def offset_records(bootstrap: str, topic: str, timeout: float = 30.0) -> list[Of
     return out
 
 
+_COMMITTING = re.compile(r"^\[([\d:,]+)\].*WorkerSourceTask\{id=(.+?)-(\d+)\} Committing "
+                         r"offsets for (\d+) acknowledged messages")
+
+
+def commit_lines(log_text: str, connector: str) -> list[tuple[str, int]]:
+    """The offset flushes a worker logged for ``connector``'s tasks: (time of day, how
+    many acknowledged records the flush covered). Connect logs each flush at INFO,
+    ``Committing offsets for N acknowledged messages``, the empty ones too (N = 0)."""
+    return [(m.group(1), int(m.group(4))) for m in map(_COMMITTING.match,
+                                                       log_text.splitlines())
+            if m is not None and m.group(2) == connector]
+
+
 @dataclass
 class WindowRun:
     """What the mid-stream kill saw; ``result`` is the run's read-back and counts."""
@@ -107,6 +121,7 @@ class WindowRun:
     predicted: int = 0
     found: int = 0
     result: SourceRun | None = field(default=None, repr=False)
+    flushes: list[tuple[str, int]] = field(default_factory=list)  # the killed worker's
 
     def __str__(self) -> str:
         return (f"offset.flush.interval.ms={self.flush_ms}: killed after {self.kill_after} "
@@ -152,4 +167,5 @@ def kill_mid_stream(runs: Runs, connect: Any, lines: int, kill_after: int,
         result.notes.append(str(exc))
     runs._finish(connect, name, topic, source, result)
     return WindowRun(connect.offset_flush_ms, kill_after, position, ends, predicted,
-                     result.observed["uncommitted_duplicates"], result)
+                     result.observed["uncommitted_duplicates"], result,
+                     commit_lines(connect.log_text(owner), name))

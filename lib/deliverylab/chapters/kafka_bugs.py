@@ -395,15 +395,21 @@ def java_stale_end_txn(cluster: Any, history: History | None = None,
             "tool_output": out.strip().splitlines()[-1:] if out else []}
 
 
-def finalized_transaction_version(cluster: Any) -> int:
-    """The cluster's finalized ``transaction.version`` feature level, as
-    ``kafka-features describe`` reports it (2 on a new 4.1 cluster: KIP-890 part 2)."""
+def feature_level(cluster: Any, feature: str) -> int:
+    """The cluster's finalized level of a metadata ``feature``, as ``kafka-features
+    describe`` reports it (e.g. ``transaction.version``: 2 on a new 4.1 cluster, KIP-890
+    part 2; ``eligible.leader.replicas.version``: chapter 01, KIP-966)."""
     out = cluster.tool("kafka-features", "describe")
-    found = re.search(r"Feature:\s*transaction\.version\b.*?FinalizedVersionLevel:\s*(\d+)",
+    found = re.search(rf"Feature:\s*{re.escape(feature)}\s.*?FinalizedVersionLevel:\s*(\d+)",
                       out)
     if found is None:
-        raise LabError(f"kafka-features describe did not list transaction.version: {out!r}")
+        raise LabError(f"kafka-features describe did not list {feature}: {out!r}")
     return int(found.group(1))
+
+
+def finalized_transaction_version(cluster: Any) -> int:
+    """The cluster's finalized ``transaction.version`` feature level."""
+    return feature_level(cluster, "transaction.version")
 
 
 @contextmanager

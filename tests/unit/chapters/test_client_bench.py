@@ -44,3 +44,23 @@ def test_only_java_variants_run_with_java():
     only_rdkafka = next(v for v in cb.VARIANTS if v.java is None)
     with pytest.raises(LabError):
         cb.java_run("b", "t", only_rdkafka, 10, 100, 5, 1000)
+
+
+def test_the_java_tool_metrics_are_read_by_name():
+    out = ("60000 records sent, 35067.2 records/sec (34.25 MB/sec), 24.1 ms avg latency\n"
+           "producer-metrics:batch-size-avg:{client-id=perf-producer-client} : 705004.534\n"
+           "producer-metrics:records-per-request-avg:{client-id=perf-producer-client} : 681.818\n"
+           "producer-metrics:record-error-rate:{client-id=perf-producer-client}       : NaN\n")
+    got = cb.parse_metrics(out)
+    assert got == {"batch-size-avg": 705004.534, "records-per-request-avg": 681.818}
+
+
+def test_records_per_request_come_from_one_statistics_report():
+    import json
+    report = {"txmsgs": 9000, "brokers": {
+        "b1": {"nodeid": 1, "req": {"Produce": 6, "Metadata": 2}},
+        "b2": {"nodeid": 2, "req": {"Produce": 4}},
+        "bootstrap": {"nodeid": -1, "req": {"Produce": 99}}}}
+    assert cb.produce_requests_per([json.dumps(report)]) == 900
+    assert cb.produce_requests_per([]) is None
+    assert cb.produce_requests_per([json.dumps({"txmsgs": 0, "brokers": {}})]) is None

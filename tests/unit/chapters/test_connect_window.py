@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from deliverylab.chapters import connect_window as W
 from deliverylab.chapters.connect_window import (
     OffsetRecord,
     committed_before,
@@ -42,3 +43,17 @@ class _Connect:
 def test_a_kill_outside_the_stream_is_refused(lines, kill_after):
     with pytest.raises(LabError, match="kill_after"):
         kill_mid_stream(None, _Connect(), lines, kill_after)
+
+
+def test_the_flushes_a_worker_logged_are_read_for_one_connector_only():
+    log = "\n".join([
+        "[09:38:46,732] INFO  WorkerSourceTask{id=plain-window-1-0} Committing offsets for 0 "
+        "acknowledged messages (WorkerSourceTask)",
+        "[09:38:48,760] INFO  WorkerSourceTask{id=plain-window-12-0} Committing offsets for 7 "
+        "acknowledged messages (WorkerSourceTask)",
+        "[09:38:48,761] INFO  something else",
+        "[09:38:50,790] INFO  WorkerSourceTask{id=plain-window-1-0} Committing offsets for 60 "
+        "acknowledged messages (WorkerSourceTask)"])
+    assert W.commit_lines(log, "plain-window-1") == [("09:38:46,732", 0), ("09:38:50,790", 60)]
+    assert W.commit_lines(log, "plain-window-12") == [("09:38:48,760", 7)]
+    assert W.commit_lines("", "x") == []

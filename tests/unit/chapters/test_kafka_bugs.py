@@ -248,3 +248,13 @@ def test_a_reproductions_broker_config_is_removed_after_it_even_on_failure():
             raise RuntimeError("boom")
     assert ops == [("1", "SET", "1500"), ("2", "SET", "1500"),
                    ("1", "DELETE", None), ("2", "DELETE", None)]
+
+
+def test_any_feature_level_is_read_by_its_exact_name():
+    cluster = _Features(2)
+    assert bugs.feature_level(cluster, "kraft.version") == 0
+    assert bugs.feature_level(cluster, "transaction.version") == 2
+    with pytest.raises(LabError, match="eligible.leader.replicas.version"):
+        bugs.feature_level(cluster, "eligible.leader.replicas.version")
+    with pytest.raises(LabError):  # a prefix is not the feature
+        bugs.feature_level(cluster, "transaction")

@@ -1,0 +1,467 @@
+"""What a rebalance costs: one consumer of a group stalls past ``max.poll.interval.ms``.
+
+A group of ``members`` consumers (threads of this kernel, each its own librdkafka
+client) reads a topic that a producer fills at a steady rate. One member, the
+*staller*, stops polling for longer than ``max.poll.interval.ms`` and then polls again.
+Every record each member is handed, and every assignment callback, goes to a
+*timeline*; the pauses are measured from that timeline alone (pure functions, unit
+tested on hand-written timelines):
+
+* the **stop-the-world pause**: the longest interval during which *no* partition of the
+  group was consumed at all;
+* each partition's longest gap between two consumed records.
+
+Two rebalances follow a stall, in librdkafka's classic protocol (``rdkafka_cgrp.c``,
+``rd_kafka_cgrp_max_poll_interval_check_tmr_cb``): when the interval is exceeded the
+client itself sends LeaveGroup (the first rebalance: the others take the staller's
+partitions), and when the application polls again the client joins as a new member (the
+second: the partitions are spread over all members again). How much of the group stops
+depends on the settings compared here, each a librdkafka consumer setting:
+
+* ``eager``: librdkafka's default ``partition.assignment.strategy=range,roundrobin``:
+  every member gives up *every* partition at every rebalance, and waits for the others.
+* ``cooperative``: ``cooperative-sticky``: members keep what they keep; only partitions
+  that move stop (KIP-429).
+* ``static``: ``group.instance.id`` (KIP-345) with the default eager strategy: a static
+  member that exceeds the interval sends *no* LeaveGroup (same function of
+  ``rdkafka_cgrp.c``), so if it polls again within ``session.timeout.ms`` the broker
+  hands it back its partitions without a rebalance; its own partitions wait meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LabError, bad_value
+
+#: The settings each variant puts on top of the shared consumer settings.
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "eager": {"partition.assignment.strategy": "range,roundrobin"},
+    "cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
+    "static": {"partition.assignment.strategy": "range,roundrobin"},  # + group.instance.id
+}
+#: What each variant is, in one line, for tables and figures.
+LABELS = {"eager": "eager (librdkafka's default range,roundrobin)",
+          "cooperative": "cooperative-sticky",
+          "static": "static membership (group.instance.id), eager"}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of a timeline: seconds since the run's start, who, what.
+
+    ``kind`` is ``"record"`` (a record handed to ``member``: ``partitions`` holds its
+    partition), ``"assigned"``, ``"revoked"``, ``"lost"`` (a rebalance callback, with the
+    partitions it named), ``"stall"`` / ``"wake"`` (the staller stops / resumes polling),
+    or ``"error"`` (a consumer error the poll returned, in ``detail``).
+    """
+
+    t: float
+    member: str
+    kind: str
+    partitions: tuple[int, ...] = ()
+    detail: str = ""
+
+
+# ------------------------------------------------------------------ measuring (pure)
+
+
+def gaps(times: Iterable[float], start: float, end: float) -> list[tuple[float, float]]:
+    """The intervals of [start, end] between consecutive ``times`` (and the window's
+    edges): where nothing happened."""
+    if end < start:
+        raise bad_value("window", (start, end), "start <= end")
+    inside = sorted(t for t in times if start <= t <= end)
+    edges = [start, *inside, end]
+    return [(a, b) for a, b in zip(edges, edges[1:], strict=False) if b > a]
+
+
+def longest(intervals: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The longest interval (the first of equals); (start, start) for none."""
+    if not intervals:
+        return (0.0, 0.0)
+    return max(intervals, key=lambda ab: ab[1] - ab[0])
+
+
+def records(timeline: Iterable[Event], partition: int | None = None) -> list[float]:
+    """The times records were handed to any member (of one ``partition``, if named)."""
+    return [e.t for e in timeline if e.kind == "record"
+            and (partition is None or e.partitions[0] == partition)]
+
+
+def stop_the_world(timeline: Sequence[Event], start: float, end: float) -> tuple[float, float]:
+    """The longest interval of [start, end] in which no partition was consumed at all."""
+    return longest(gaps(records(timeline), start, end))
+
+
+def partition_pauses(timeline: Sequence[Event], partitions: Iterable[int], start: float,
+                     end: float) -> dict[int, tuple[float, float]]:
+    """Each partition's longest interval of [start, end] without a consumed record."""
+    return {p: longest(gaps(records(timeline, p), start, end)) for p in partitions}
+
+
+def callbacks(timeline: Iterable[Event], members: Iterable[str], start: float,
+              end: float) -> list[Event]:
+    """The rebalance callbacks ``members`` got in [start, end): each is one rebalance
+    they took part in (an eager one gives a ``revoked`` and an ``assigned``)."""
+    names = set(members)
+    return [e for e in timeline if e.member in names and start <= e.t < end
+            and e.kind in ("assigned", "revoked", "lost")]
+
+
+def owners(timeline: Iterable[Event], at: float) -> dict[int, str]:
+    """Which member held each partition at time ``at``, from the callbacks before it."""
+    held: dict[int, str] = {}
+    for e in sorted(timeline, key=lambda e: e.t):
+        if e.t > at:
+            break
+        if e.kind == "assigned":
+            held.update({p: e.member for p in e.partitions})
+        elif e.kind in ("revoked", "lost"):
+            for p in e.partitions:
+                if held.get(p) == e.member:
+                    del held[p]
+    return held
+
+
+@dataclass
+class Window:
+    """One rebalance's window of the run, and what it cost."""
+
+    name: str  # "eviction" (the first rebalance) or "rejoin" (the second)
+    start: float
+    end: float
+    stop_the_world: tuple[float, float]  # the longest interval with nothing consumed
+    longest_kept: float  # longest pause of a partition its healthy owner kept throughout
+    callbacks: list[Event]  # the healthy members' rebalance callbacks in the window
+    revoked_kept: float = 0.0  # seconds those kept partitions spent revoked, summed
+
+    @property
+    def pause(self) -> float:
+        return self.stop_the_world[1] - self.stop_the_world[0]
+
+
+def measure(timeline: Sequence[Event], partitions: int, staller: str, stall: float,
+            wake: float, end: float) -> tuple[Window, Window]:
+    """The two windows of one stall: eviction [stall, wake) and rejoin [wake, end].
+
+    ``longest_kept`` looks at the partitions a healthy member owned both when the
+    window opened and when it closed: a partition that never had to move. Under an eager
+    protocol it stops anyway (every member gives up everything); cooperatively it should
+    not. Windows open at the stall, so the staller's own partitions (idle from the stall
+    on) are left out of ``longest_kept`` but count for the stop-the-world pause only if
+    nothing else flowed.
+    """
+    if not stall < wake < end:
+        raise bad_value("stall, wake, end", (stall, wake, end), "times with stall < wake < end")
+    members = {e.member for e in timeline} - {staller}
+    out = []
+    for name, a, b in (("eviction", stall, wake), ("rejoin", wake, end)):
+        before, after = owners(timeline, a), owners(timeline, b)
+        kept = [p for p in range(partitions)
+                if before.get(p) == after.get(p) and before.get(p) in members]
+        pauses = partition_pauses(timeline, kept, a, b)
+        out.append(Window(name, a, b, stop_the_world(timeline, a, b),
+                          max((y - x for x, y in pauses.values()), default=0.0),
+                          callbacks(timeline, members, a, b),
+                          revoked_time(timeline, kept, a, b)))
+    return out[0], out[1]
+
+
+def revoked_time(timeline: Sequence[Event], partitions: Iterable[int], start: float,
+                 end: float) -> float:
+    """Seconds ``partitions`` spent revoked in [start, end], summed: from each revoke
+    callback naming one to the next assign callback naming it (or ``end``).
+
+    It reads only the callbacks, so it says what the *protocol* did, whatever the
+    fetching: an eager rebalance revokes every partition, also those that come back to
+    the same member; a cooperative one revokes only those that move.
+    """
+    wanted, total = set(partitions), 0.0
+    since: dict[int, float] = {}
+    held: dict[int, str] = {}
+    for e in sorted(timeline, key=lambda e: e.t):
+        if e.t > end:
+            break
+        for p in e.partitions:
+            if e.kind == "assigned":
+                held[p] = e.member
+                if p in since:
+                    total += e.t - since.pop(p)
+            elif e.kind in ("revoked", "lost") and held.get(p) == e.member:
+                # a "lost" naming partitions someone else holds now changes nothing
+                del held[p]
+                if p in wanted and e.t >= start:
+                    since[p] = e.t
+    return total + sum(end - t for t in since.values())
+
+
+# ------------------------------------------------------------------- running (real)
+
+
+@dataclass
+class GroupRun:
+    """One stall of one member of a group, under one strategy: the timeline, measured."""
+
+    strategy: str
+    settings: dict[str, Any]  # the consumer settings every member used
+    partitions: int
+    staller: str
+    stall: float
+    wake: float
+    end: float
+    timeline: list[Event] = field(repr=False)
+    eviction: Window = field(init=False)
+    rejoin: Window = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.eviction, self.rejoin = measure(self.timeline, self.partitions, self.staller,
+                                             self.stall, self.wake, self.end)
+
+    def row(self) -> dict[str, Any]:
+        """One row of the chapter's table."""
+        return {"strategy": LABELS[self.strategy],
+                "eviction: stop-the-world pause (s)": round(self.eviction.pause, 2),
+                "eviction: rebalance callbacks": len(self.eviction.callbacks),
+                "rejoin: stop-the-world pause (s)": round(self.rejoin.pause, 2),
+                "rejoin: rebalance callbacks": len(self.rejoin.callbacks),
+                "longest pause of a kept partition (s)": round(
+                    max(self.eviction.longest_kept, self.rejoin.longest_kept), 2),
+                "kept partitions' time revoked (s)": round(self.revoked_kept, 3),
+                "staller's partitions idle (s)": round(self.staller_idle(), 2)}
+
+    @property
+    def revoked_kept(self) -> float:
+        """Seconds the partitions that never moved spent revoked, both windows."""
+        return self.eviction.revoked_kept + self.rejoin.revoked_kept
+
+    def staller_idle(self) -> float:
+        """The longest time a partition the staller held at its stall went unconsumed."""
+        mine = [p for p, m in owners(self.timeline, self.stall).items() if m == self.staller]
+        pauses = partition_pauses(self.timeline, mine, self.stall, self.end)
+        return max((b - a for a, b in pauses.values()), default=0.0)
+
+    def __str__(self) -> str:
+        return (f"{LABELS[self.strategy]}: {self.staller} stalled at {self.stall:.1f} s, "
+                f"woke at {self.wake:.1f} s; stop-the-world pause {self.eviction.pause:.2f} s "
+                f"at the eviction ({len(self.eviction.callbacks)} callbacks of the others), "
+                f"{self.rejoin.pause:.2f} s at the rejoin ({len(self.rejoin.callbacks)})")
+
+
+class _Member:
+    """One consumer thread: polls, and writes what it is handed to the timeline."""
+
+    def __init__(self, run: _Run, name: str, settings: dict[str, Any]) -> None:
+        from confluent_kafka import Consumer
+
+        from ..clients import config
+
+        self.run, self.name = run, name
+        self.consumer = Consumer(config(run.bootstrap, **settings))
+        self.stall_at: float | None = None  # run time at which to stall, for the staller
+        self.assigned: set[int] = set()
+        self.thread = threading.Thread(target=self._loop, name=f"rebalance-{name}", daemon=True)
+
+    def _note(self, kind: str, parts: Iterable[Any] = (), detail: str = "") -> None:
+        self.run.note(self.name, kind, tuple(sorted(p.partition for p in parts)), detail)
+
+    def _assigned(self, _c: Any, parts: list[Any]) -> None:
+        self.assigned |= {p.partition for p in parts}
+        self._note("assigned", parts)
+
+    def _revoked(self, _c: Any, parts: list[Any]) -> None:
+        self.assigned -= {p.partition for p in parts}
+        self._note("revoked", parts)
+
+    def _lost(self, _c: Any, parts: list[Any]) -> None:
+        self.assigned -= {p.partition for p in parts}
+        self._note("lost", parts)
+
+    def _loop(self) -> None:
+        try:
+            self.consumer.subscribe([self.run.topic], on_assign=self._assigned,
+                                    on_revoke=self._revoked, on_lost=self._lost)
+            while not self.run.stopping.is_set():
+                if self.stall_at is not None and self.run.now() >= self.stall_at:
+                    self.stall_at = None
+                    self.run.note(self.name, "stall")
+                    time.sleep(self.run.stall_s)  # the long call: no poll meanwhile
+                    self.run.note(self.name, "wake")
+                for msg in self.consumer.consume(100, timeout=0.05):
+                    if msg.error():
+                        self.run.note(self.name, "error", detail=str(msg.error()))
+                    else:
+                        self.run.note(self.name, "record", (msg.partition(),))
+        except BaseException as exc:  # handed to the owner, which raises it
+            self.run.errors.append(exc)
+
+
+class _Run:
+    """The shared clock, the timeline and the stop flag of one group run."""
+
+    def __init__(self, bootstrap: str, topic: str, stall_s: float) -> None:
+        self.bootstrap, self.topic, self.stall_s = bootstrap, topic, stall_s
+        self.t0 = time.monotonic()
+        self.timeline: list[Event] = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.errors: list[BaseException] = []
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def note(self, member: str, kind: str, partitions: tuple[int, ...] = (),
+             detail: str = "") -> None:
+        with self.lock:
+            self.timeline.append(Event(self.now(), member, kind, partitions, detail))
+
+
+def _wait(what: str, ok: Any, timeout: float, run: _Run) -> None:
+    deadline = time.monotonic() + timeout
+    while not ok():
+        if run.errors:
+            raise run.errors[0]
+        if time.monotonic() > deadline:
+            raise LabError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
+                   partitions: int = 6, rate: float = 300.0, warmup_s: float = 2.0,
+                   stall_s: float = 8.0, settle_s: float = 5.0, max_poll_ms: int = 6000,
+                   session_ms: int = 6000, heartbeat_ms: int = 1000) -> GroupRun:
+    """Run a group of ``members`` on a new ``partitions``-partition topic ``<name>``
+    filled at ``rate`` records/s; after ``warmup_s`` the last member stalls ``stall_s``
+    (more than ``max_poll_ms``), then polls again; ``settle_s`` later everything stops.
+
+    The lab's settings (named as overrides of librdkafka's defaults, which are 300 s,
+    45 s and 3 s): ``max.poll.interval.ms=max_poll_ms``, ``session.timeout.ms=session_ms``
+    (librdkafka refuses a session timeout above the poll interval in the classic
+    protocol), ``heartbeat.interval.ms=heartbeat_ms``. For ``static`` the stall must end
+    before the session expires, or the broker evicts the static member anyway.
+    """
+    from confluent_kafka import Producer
+
+    from ..clients import config
+
+    if strategy not in STRATEGIES:
+        raise bad_value("strategy", strategy, " or ".join(map(repr, STRATEGIES)))
+    if not (isinstance(members, int) and 2 <= members <= partitions):
+        raise bad_value("members", members, f"a whole number from 2 to partitions ({partitions})")
+    if stall_s * 1000 <= max_poll_ms:
+        raise bad_value("stall_s", stall_s,
+                        f"more than max_poll_ms / 1000 ({max_poll_ms / 1000:g})")
+    if max_poll_ms < session_ms:
+        raise bad_value("session_ms", session_ms, f"at most max_poll_ms ({max_poll_ms}), as "
+                        "librdkafka requires in the classic protocol")
+    topic = cluster.create_topic(name, partitions=partitions)
+    settings = {"group.id": f"{name}-group", "auto.offset.reset": "earliest",
+                "max.poll.interval.ms": max_poll_ms, "session.timeout.ms": session_ms,
+                "heartbeat.interval.ms": heartbeat_ms, **STRATEGIES[strategy]}
+    run = _Run(cluster.bootstrap_servers, topic, stall_s)
+    names = [f"consumer-{i}" for i in range(members)]
+    group = [_Member(run, n, {**settings, **({"group.instance.id": f"{name}-{n}"}
+                                             if strategy == "static" else {})})
+             for n in names]
+    producer = Producer(config(cluster.bootstrap_servers, **{"linger.ms": 5}))
+    try:
+        for m in group:
+            m.thread.start()
+        _wait("every partition to be assigned to the group", lambda: set().union(
+            *(m.assigned for m in group)) == set(range(partitions))
+            and all(m.assigned for m in group), 60, run)
+        staller = group[-1]
+        t_end: float | None = None
+        seq = 0
+        started = run.now()
+        staller.stall_at = started + warmup_s
+        while t_end is None or run.now() < t_end:
+            if run.errors:
+                raise run.errors[0]
+            due = int((run.now() - started) * rate)
+            while seq < due:
+                producer.produce(topic, str(seq).encode(), partition=seq % partitions)
+                seq += 1
+            producer.poll(0)
+            wakes = [e.t for e in run.timeline if e.kind == "wake"]
+            if t_end is None and wakes:
+                t_end = wakes[0] + settle_s
+            if run.now() > started + warmup_s + stall_s + settle_s + 60:
+                raise LabError(f"{staller.name} did not wake from its {stall_s:g} s stall")
+            time.sleep(0.01)
+        run.stopping.set()
+        for m in group:
+            m.thread.join(10)
+        if run.errors:
+            raise run.errors[0]
+    finally:
+        run.stopping.set()
+        producer.flush(10)
+        for m in group:
+            m.thread.join(10)
+            m.consumer.close()
+    timeline = sorted(run.timeline, key=lambda e: e.t)
+    stall = next(e.t for e in timeline if e.kind == "stall")
+    wake = next(e.t for e in timeline if e.kind == "wake")
+    return GroupRun(strategy, settings, partitions, staller.name, stall, wake, t_end,
+                    timeline)
+
+
+def compare(cluster: Any, name: str, strategies: Sequence[str] = tuple(STRATEGIES),
+            **kwargs: Any) -> list[GroupRun]:
+    """The same stall under each strategy, one after the other, each on its own topic."""
+    return [stall_in_group(cluster, f"{name}-{s}", s, **kwargs) for s in strategies]
+
+
+# ------------------------------------------------------------------------- the figure
+
+_MEMBER_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00")
+
+
+def plot(runs: Sequence[GroupRun], title: str | None = None, save: Any = None) -> Any:
+    """One lane per partition and one panel per strategy: every record consumed, colored
+    by the member that consumed it, on a clock that starts at the stall; the stall, the
+    poll interval's end and the wake as lines; each window's stop-the-world pause shaded
+    and labelled."""
+    from ..notebook.plots import COLORS, LabFigure, finish
+
+    if not runs:
+        raise bad_value("runs", runs, "one GroupRun or more")
+    fig = LabFigure(figsize=(11, 2.3 * len(runs) + 0.6), layout="constrained")
+    axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
+    members = sorted({e.member for r in runs for e in r.timeline if e.kind == "record"})
+    color = {m: _MEMBER_COLORS[i % len(_MEMBER_COLORS)] for i, m in enumerate(members)}
+    for ax, run in zip(axes, runs, strict=True):
+        t0 = run.stall
+        for m in members:
+            pts = [(e.t - t0, e.partitions[0]) for e in run.timeline
+                   if e.kind == "record" and e.member == m and e.t >= t0 - 2]
+            if pts:
+                ax.scatter([x for x, _ in pts], [y for _, y in pts], marker="|", s=30,
+                           color=color[m], linewidths=0.6,
+                           label=m + (" (stalls)" if m == run.staller else ""),
+                           rasterized=True)
+        max_poll = run.settings["max.poll.interval.ms"] / 1000
+        for x, label in ((0.0, "stall"), (max_poll, "max.poll.interval.ms"),
+                         (run.wake - t0, "wake")):
+            ax.axvline(x, color=COLORS["marker"], linestyle=":", linewidth=1)
+            ax.annotate(label, (x, run.partitions - 0.4), fontsize=7, rotation=90,
+                        va="top", ha="right")
+        for w in (run.eviction, run.rejoin):
+            a, b = w.stop_the_world
+            if b - a > 0:
+                ax.axvspan(a - t0, b - t0, color=COLORS["fail"], alpha=0.25)
+                ax.annotate(f"{b - a:.2f} s", ((a + b) / 2 - t0, -0.9), fontsize=8,
+                            ha="center", color=COLORS["fail"])
+        ax.set_ylim(-1.2, run.partitions - 0.2)
+        ax.set_yticks(range(run.partitions))
+        ax.set_ylabel("partition")
+        ax.set_title(LABELS[run.strategy], fontsize=9, loc="left")
+    axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+    axes[-1].set_xlabel("seconds since the stall began (shaded: nothing consumed anywhere)")
+    fig.suptitle(title or "What one stalled consumer costs its group", fontsize=10)
+    return finish(fig, save)

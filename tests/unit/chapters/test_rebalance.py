@@ -1,0 +1,127 @@
+"""rebalance: the pause measurements on hand-written timelines (the run itself, against a
+real broker, is chapter 02's section 4b)."""
+
+import pytest
+
+from deliverylab.chapters import rebalance as R
+from deliverylab.chapters.rebalance import Event
+from deliverylab.errors import LabError
+
+
+def flow(member, partition, start, end, step=0.1):
+    """Records of one partition handed to ``member`` every ``step`` s in [start, end)."""
+    n = round((end - start) / step)
+    return [Event(round(start + i * step, 3), member, "record", (partition,)) for i in range(n)]
+
+
+def test_gaps_include_the_window_edges_and_skip_what_is_outside():
+    assert R.gaps([0.5, 1.0, 3.0, 9.0], 1.0, 4.0) == [(1.0, 3.0), (3.0, 4.0)]
+    assert R.gaps([], 2.0, 5.0) == [(2.0, 5.0)]
+    assert R.longest(R.gaps([1.0, 1.5, 4.0], 0.0, 5.0)) == (1.5, 4.0)
+    with pytest.raises(LabError):
+        R.gaps([1.0], 5.0, 2.0)
+
+
+def test_owners_follow_the_callbacks():
+    tl = [Event(0.0, "a", "assigned", (0, 1)), Event(0.0, "b", "assigned", (2,)),
+          Event(5.0, "a", "revoked", (0, 1)), Event(5.5, "a", "assigned", (0,)),
+          Event(5.5, "b", "assigned", (1,)), Event(6.0, "c", "lost", (2,))]
+    assert R.owners(tl, 1.0) == {0: "a", 1: "a", 2: "b"}
+    assert R.owners(tl, 5.2) == {2: "b"}
+    # a "lost" of a partition someone else holds does not take it away
+    assert R.owners(tl, 7.0) == {0: "a", 1: "b", 2: "b"}
+
+
+def eager_timeline():
+    """Three members, two partitions each; c stalls at 3, is evicted at 9 (an eager
+    rebalance: everything stops 9.0-9.8), wakes at 12 and rejoins (everything stops
+    12.4-13.0 and the old assignment comes back)."""
+    tl = [Event(0.0, "a", "assigned", (0, 1)), Event(0.0, "b", "assigned", (2, 3)),
+          Event(0.0, "c", "assigned", (4, 5))]
+    for m, ps in (("a", (0, 1)), ("b", (2, 3))):
+        for p in ps:
+            tl += flow(m, p, 0.0, 9.0) + flow(m, p, 9.8, 12.4)
+            tl += flow(m, p, 13.0, 16.0)
+    for p in (4, 5):
+        tl += flow("c", p, 0.0, 3.0) + flow("c", p, 13.0, 16.0)
+    # after the eviction a and b share c's partitions
+    tl += flow("a", 4, 9.8, 12.4) + flow("b", 5, 9.8, 12.4)
+    tl += [Event(3.0, "c", "stall"), Event(9.0, "a", "revoked", (0, 1)),
+           Event(9.0, "b", "revoked", (2, 3)), Event(9.8, "a", "assigned", (0, 1, 4)),
+           Event(9.8, "b", "assigned", (2, 3, 5)), Event(12.0, "c", "wake"),
+           Event(12.0, "c", "lost", (4, 5)), Event(12.4, "a", "revoked", (0, 1, 4)),
+           Event(12.4, "b", "revoked", (2, 3, 5)), Event(13.0, "a", "assigned", (0, 1)),
+           Event(13.0, "b", "assigned", (2, 3)), Event(13.0, "c", "assigned", (4, 5))]
+    return sorted(tl, key=lambda e: e.t)
+
+
+def test_an_eager_stall_stops_the_whole_group_twice():
+    tl = eager_timeline()
+    eviction, rejoin = R.measure(tl, 6, "c", stall=3.0, wake=12.0, end=16.0)
+    assert eviction.stop_the_world == pytest.approx((8.9, 9.8))
+    assert rejoin.stop_the_world == pytest.approx((12.3, 13.0))
+    # partitions 0-3 never changed owner, and still stopped with the others
+    assert eviction.longest_kept == pytest.approx(0.9)
+    assert rejoin.longest_kept == pytest.approx(0.7)
+    assert [e.kind for e in rejoin.callbacks] == ["revoked", "revoked", "assigned", "assigned"]
+    run = R.GroupRun("eager", {}, 6, "c", 3.0, 12.0, 16.0, tl)
+    # c's partitions: idle from its stall (the window opens at 3.0) until a and b took
+    # them over at 9.8
+    assert run.staller_idle() == pytest.approx(9.8 - 3.0)
+    assert run.row()["rejoin: rebalance callbacks"] == 4
+
+
+def test_a_cooperative_stall_stops_only_what_moves():
+    """Same stall, incremental: a and b keep 0-3 flowing; c's partitions move to them at
+    9.5 and partition 4 comes back to c at 13.0 (revoked from a at 12.5 first)."""
+    tl = [Event(0.0, "a", "assigned", (0, 1)), Event(0.0, "b", "assigned", (2, 3)),
+          Event(0.0, "c", "assigned", (4, 5)), Event(3.0, "c", "stall"),
+          Event(9.5, "a", "assigned", (4,)), Event(9.5, "b", "assigned", (5,)),
+          Event(12.0, "c", "wake"), Event(12.0, "c", "lost", (4, 5)),
+          Event(12.5, "a", "revoked", (4,)), Event(13.0, "c", "assigned", (4,))]
+    for m, ps in (("a", (0, 1)), ("b", (2, 3))):
+        for p in ps:
+            tl += flow(m, p, 0.0, 16.0)
+    tl += flow("c", 4, 0.0, 3.0) + flow("c", 5, 0.0, 3.0)
+    tl += flow("a", 4, 9.5, 12.5) + flow("c", 4, 13.0, 16.0) + flow("b", 5, 9.5, 16.0)
+    tl.sort(key=lambda e: e.t)
+    eviction, rejoin = R.measure(tl, 6, "c", stall=3.0, wake=12.0, end=16.0)
+    assert eviction.pause == pytest.approx(0.1)
+    assert rejoin.pause == pytest.approx(0.1)
+    assert eviction.longest_kept == pytest.approx(0.1)
+    assert rejoin.longest_kept == pytest.approx(0.1)  # 4 moved (a -> c): not "kept"
+    assert len(rejoin.callbacks) == 1  # a's revoke; c's own assign is the staller's
+    assert eviction.revoked_kept == rejoin.revoked_kept == 0.0
+
+
+def test_bad_windows_and_arguments_are_refused():
+    with pytest.raises(LabError):
+        R.measure([], 6, "c", stall=5.0, wake=4.0, end=8.0)
+
+    class NoCluster:
+        def create_topic(self, *a, **k):  # pragma: no cover -- must not be reached
+            raise AssertionError("a bad argument must be refused before any topic exists")
+
+    for kwargs in (dict(strategy="lazy"), dict(strategy="eager", stall_s=5.0),
+                   dict(strategy="eager", members=1),
+                   dict(strategy="eager", session_ms=9000)):
+        with pytest.raises(LabError):
+            R.stall_in_group(NoCluster(), "x", **kwargs)
+
+
+def test_time_revoked_counts_only_from_revoke_to_the_assign_that_gives_it_back():
+    tl = [Event(0.0, "a", "assigned", (0, 1)),
+          Event(1.0, "a", "revoked", (0, 1)), Event(1.5, "a", "assigned", (0,)),
+          Event(2.0, "b", "assigned", (1,)), Event(3.0, "a", "lost", (0,))]
+    assert R.revoked_time(tl, [0, 1], 0.0, 10.0) == pytest.approx(0.5 + 1.0 + 7.0)
+    assert R.revoked_time(tl, [1], 0.0, 10.0) == pytest.approx(1.0)
+    assert R.revoked_time(tl, [0], 2.0, 10.0) == pytest.approx(7.0)  # before the window: no
+    # b does not hold 0: its "lost" changes nothing
+    assert R.revoked_time(tl + [Event(1.7, "b", "lost", (0,))], [0], 1.6, 2.9) == 0.0
+
+
+def test_eager_revokes_kept_partitions_and_cooperative_does_not():
+    eviction, rejoin = R.measure(eager_timeline(), 6, "c", stall=3.0, wake=12.0, end=16.0)
+    # partitions 0-3, each revoked for 0.8 s at the eviction and 0.6 s at the rejoin
+    assert eviction.revoked_kept == pytest.approx(4 * 0.8)
+    assert rejoin.revoked_kept == pytest.approx(4 * 0.6)
