@@ -164,6 +164,8 @@ GRADED: dict[str, dict[str, Any]] = {
                          "grade_seeds": 1},
     "04_transactions": {"solution": str(SOLUTIONS / "04_transaction_loop" / "reference.py"),
                         "grade_seeds": 1},
+    "05_spark_pipeline": {"solution": str(SOLUTIONS / "05_foreach_batch" / "reference.py"),
+                          "grade_seeds": 1},
     "06_side_effects": {"solution": str(SOLUTIONS / "06_idempotent_handler" / "reference.py"),
                         "grade_seeds": 1},
 }
