@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import checker as C
+from ..clients import bootstrap_of
 from ..history import History
 from ..modes import AT_LEAST_ONCE
 from ..readers import read_back
@@ -99,7 +100,7 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
             db.execute(RECORDS)
         db.close()
         base = {"solution": str(solution), "function": exercise.function,
-                "bootstrap": cluster.bootstrap_servers, "input": source,
+                "bootstrap": bootstrap_of(cluster, direct=True), "input": source,
                 "database": str(database), "checkpoint": str(work / "checkpoint"),
                 "state": str(work / "state"), "events": str(work / "events.jsonl"),
                 "max_offsets": MAX_OFFSETS, "timeout": DRIVER_TIMEOUT - 20,
