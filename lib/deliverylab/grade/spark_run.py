@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import sqlite3
 import subprocess
 import tempfile
@@ -46,10 +45,11 @@ MAX_OFFSETS = 10
 
 
 def crash_plan(exercise: Exercise, fault: str, seed: int) -> dict[str, Any]:
-    """The batch the seeded crash lands in: any but the last (so a replay always has a
-    batch after it to run too)."""
+    """The batch the crash lands in: any but the last (a replayed batch always has one
+    after it to run too), in turn -- seeds 1, 2, 3 crash batches 0, 1, 2 -- so that a
+    quick grade of 3 seeds tries every crash point once."""
     batches = -(-exercise.values // MAX_OFFSETS)
-    return {"crash": fault, "crash_at": random.Random(seed).randint(0, batches - 2)}
+    return {"crash": fault, "crash_at": (seed - 1) % (batches - 1)}
 
 
 def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, str]:
