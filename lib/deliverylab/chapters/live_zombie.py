@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -237,8 +239,7 @@ def live_zombie(cluster: Any, values: int = 60, pause_at: int = 2, partitions: i
         cluster.create_topic(name, partitions=partitions)
     ProducerWorkload(cluster, source, IDEMPOTENT, history, process="orders").run(values)
     ends = {b["partition"]: b["high_watermark"] for b in bounds(cluster, source)}
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"deliverylab-zombie-{tag}"
-    work.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"deliverylab-zombie-{tag}-"))
     t0_epoch = time.time() - history.now()
     base = {"bootstrap": cluster.bootstrap_servers, "input": source, "output": sink,
             "group": group, "ends": ends, "t0_epoch": t0_epoch, "timeout": timeout,
@@ -272,10 +273,14 @@ def live_zombie(cluster: Any, values: int = 60, pause_at: int = 2, partitions: i
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGCONT)
         children.close()
+    recorded = []
     for name in ("instance-a", "instance-b"):
         ops = work / f"{name}.jsonl"
-        for line in ops.read_text().splitlines() if ops.exists() else []:
-            history.append(Op.from_record(json.loads(line)))
+        recorded += [Op.from_record(json.loads(line))
+                     for line in (ops.read_text().splitlines() if ops.exists() else [])]
+    for op in sorted(recorded, key=lambda op: op.time):  # both instances, in time order
+        history.append(op)
+    shutil.rmtree(work, ignore_errors=True)
     committed = read_back(cluster, [source, sink], "read_committed")
     uncommitted = read_back(cluster, [sink], "read_uncommitted")
     return judge(history, committed, uncommitted, (source, sink), paused)
