@@ -73,7 +73,7 @@ def stability(exercises: list[str], seeds: int) -> None:
                                cluster=cluster, show=False)
                 cell = rep.cell(fault, prop)
                 per = statistics.mean(r.seconds for r in rep.runs)
-                print(f"  wrong_{what:<20} {fault} x {prop}: failed "
+                print(f"  wrong_{what:<26} {fault} x {prop}: failed "
                       f"{len(cell.failing)}/{len(cell.runs)} ({per:.1f} s per run)")
     finally:
         cluster.stop()

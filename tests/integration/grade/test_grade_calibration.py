@@ -70,5 +70,5 @@ def test_grader_calibration(exercise_id: str, cluster):
 
     print(f"\ndetection table, exercise {ex.id} ({ex.name}), seeds {seeds}:")
     for row in table:
-        print(f"  {row[0]:<22} {row[1]:<36} {row[2]}")
+        print(f"  {row[0]:<28} {row[1]:<36} {row[2]}")
     assert not problems, "\n\n".join(problems)
