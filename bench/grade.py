@@ -50,17 +50,17 @@ def quick(exercise: str) -> None:
         print(f"  {f:<15} {statistics.mean(runs):5.1f} s per run")
 
 
-def stability(exercises: list[str], seeds: int) -> None:
+def stability(exercises: list[str], seeds: int, first: int = 1) -> None:
     import deliverylab as dl
     from deliverylab.cluster import Cluster
     from deliverylab.grade import exercise as get
 
-    seed_list = list(range(1, seeds + 1))
+    seed_list = list(range(first, first + seeds))
     cluster = Cluster.start(brokers=1, proxy=True, backend="local")
     try:
         for name in exercises:
             ex = get(name)
-            print(f"exercise {ex.id} ({ex.name}), seeds 1..{seeds}:")
+            print(f"exercise {ex.id} ({ex.name}), seeds {seed_list[0]}..{seed_list[-1]}:")
             ref = dl.grade(ex.id, ex.reference, seed_list=seed_list, cluster=cluster,
                            show=False)
             per = statistics.mean(r.seconds for r in ref.runs)
@@ -73,7 +73,7 @@ def stability(exercises: list[str], seeds: int) -> None:
                                cluster=cluster, show=False)
                 cell = rep.cell(fault, prop)
                 per = statistics.mean(r.seconds for r in rep.runs)
-                print(f"  wrong_{what:<20} {fault} x {prop}: failed "
+                print(f"  wrong_{what:<26} {fault} x {prop}: failed "
                       f"{len(cell.failing)}/{len(cell.runs)} ({per:.1f} s per run)")
     finally:
         cluster.stop()
@@ -83,13 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("exercises", nargs="+")
     p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--first", type=int, default=1,
+                   help="first seed (a long run in parts: --first 11 --seeds 10)")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
         for name in args.exercises:
             quick(name)
     else:
-        stability(args.exercises, args.seeds)
+        stability(args.exercises, args.seeds, args.first)
     return 0
 
 

@@ -48,6 +48,7 @@ _MODULES: dict[str, str] = {
     "notebook.chapter": "Chapter what_you_saw self_check",
     "chapters.recipes": "lost_ack_duplicate acked_then_lost partitioned_leader",
     "chapters.side_effects": "run_fault fleet_buttons",
+    "chapters.live_zombie": "live_zombie",
     "chapters.exactly_once_sources": "Runs SourceFile fence_from_python",
     "chapters.exactly_once_panel": "ConnectPanel plot_copies",
 }

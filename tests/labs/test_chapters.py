@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from deliverylab.chapters.live_zombie import GENERATION_FENCING
 from deliverylab.classroom import course
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
@@ -64,6 +65,10 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                   and o["ctp_pipeline_extra"] == 0
                                   and o["ctp_aborted_visible_uncommitted"] >= 1
                                   and o["zombie_error"] is not None
+                                  and o["live_zombie_error"] in GENERATION_FENCING
+                                  and o["live_zombie_records"] > 0
+                                  and o["live_zombie_visible_committed"] == 0
+                                  and o["live_zombie_pipeline_extra"] == 0
                                   and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "05_spark_pipeline": lambda o: (o["crash_query_extra"] == o["crash_query_predicted"] > 0
                                     and o["kill_driver_extra"] == o["kill_driver_predicted"] > 0
@@ -73,7 +78,8 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                     and o["dedup_duplicates_out"] == 0
                                     and o["dedup_records_out"] == o["values"]
                                     and o["txn_input_offsets"] > o["txn_input_records"]
-                                    and o["pipeline_missing"] == 0),
+                                    and o["pipeline_missing"] == 0
+                                    and o["grade_passed"] >= 3 and o["grade_failed"] == 0),
     "06_side_effects": lambda o: (all(o[f"none_{f}_dup_rows"] >= 1 and o[f"none_{f}_dup_calls"]
                                       >= 1 for f in ("kill_after_db", "kill_after_http",
                                                      "stall_consumer", "restart_instance",
@@ -167,6 +173,8 @@ GRADED: dict[str, dict[str, Any]] = {
                          "grade_seeds": 1},
     "04_transactions": {"solution": str(SOLUTIONS / "04_transaction_loop" / "reference.py"),
                         "grade_seeds": 1},
+    "05_spark_pipeline": {"solution": str(SOLUTIONS / "05_foreach_batch" / "reference.py"),
+                          "grade_seeds": 1},
     "06_side_effects": {"solution": str(SOLUTIONS / "06_idempotent_handler" / "reference.py"),
                         "grade_seeds": 1},
 }

@@ -46,9 +46,12 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     started here and stopped afterwards). ``show`` prints the report (and, in a
     notebook, draws the failing cells' timelines); ``out`` also writes the JSON result.
     """
-    from .runner import run_once  # the runner pulls in the clients
-
     ex = exercise(exercise_id)
+    if ex.kind == "foreach_batch":  # a Spark driver per run
+        from .spark_run import run_spark as run_once
+    else:
+        from .runner import run_once  # the runner pulls in the clients
+
     path = _solution(ex, solution)
     chosen = list(ex.faults if faults is None else faults)
     for f in chosen:

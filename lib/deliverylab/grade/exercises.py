@@ -65,7 +65,9 @@ class Exercise:
     #: Values of one aborted transaction the lab adds to the input.
     aborted_input: int = 0
     #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
-    #: student's per-message handler with a database (chapter 06).
+    #: student's per-message handler with a database (chapter 06); "foreach_batch": a
+    #: Spark query in a driver process of its own calls the student's ``foreachBatch``
+    #: function with a database (chapter 05, :mod:`deliverylab.grade.spark_run`).
     kind: str = "stage"
 
     def __post_init__(self) -> None:
@@ -184,9 +186,38 @@ IDEMPOTENT_HANDLER = Exercise(
     kind="handler",
 )
 
+FOREACH_BATCH = Exercise(
+    id="05", name="foreach_batch", chapter="05_spark_pipeline", function="write_batch",
+    # No control run: a Spark driver costs seconds to start, and both crashes also
+    # judge every batch the crash did not touch.
+    faults=("crash_query", "kill_driver"),
+    properties=(
+        Property("nothing_lost", "every input value has its row in the database",
+                 _nothing_lost,
+                 "A replayed batch must still write whatever its first try did not "
+                 "commit: can your function take a batch for done while its rows were "
+                 "never committed?", anomaly="pipeline_missing"),
+        Property("exactly_once", "no input value has two rows, however often Spark runs "
+                 "its batch", _exactly_once,
+                 "Spark runs a batch again, with the same batch_id, when the query died "
+                 "after your write and before commits/N: what does your function know "
+                 "about a batch it has already written?", anomaly="pipeline_extra",
+                 fault_hints={"kill_driver": "This time the whole driver was SIGKILLed, "
+                              "right after your first database commit of the batch: what "
+                              "did the restarted driver still know, and was it committed "
+                              "together with the rows?"}),
+        Property("finishes", "the query reaches the end of its input, restarted after the "
+                 "crash, with no error of its own",
+                 _finishes,
+                 "Your function must return for every batch without raising: read the "
+                 "driver's error in the excerpt."),
+    ),
+    values=40, batch=10, kind="foreach_batch",
+)
+
 #: Every exercise, by id ("02") and by name ("consume_loop").
 EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP, TRANSACTION_LOOP,
-                                                     IDEMPOTENT_HANDLER)}
+                                                     FOREACH_BATCH, IDEMPOTENT_HANDLER)}
 
 
 def exercise(name: str | Exercise) -> Exercise:

@@ -77,8 +77,9 @@ def _line(op: Op, topics: tuple[str, str]) -> str:
 
 
 def _covers(op: Op, topic: str, partition: int, offset: int) -> bool:
-    """Does this commit op's detail (``topic/p@o,...``) move ``partition`` past ``offset``?"""
-    for part in (op.detail or "").split(","):
+    """Does this commit op's detail (``topic/p@o,...``, maybe after a label such as
+    ``commits/3``) move ``partition`` past ``offset``?"""
+    for part in (op.detail or "").replace(" ", ",").split(","):
         name, _, rest = part.rpartition("/")
         p, _, o = rest.partition("@")
         if name == topic and p.isdigit() and o.lstrip("-").isdigit():

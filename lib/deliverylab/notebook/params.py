@@ -186,7 +186,8 @@ SPECS: dict[str, dict[str, Spec]] = {
         "results_path": _COMMON["results_path"],
         "faults": Spec("names", choices=("crash_query", "kill_driver")),
         "values": Spec("int", 6, 100_000), "max_offsets": Spec("int", 1, 100_000),
-        "crash_at": Spec("int", 0, 10_000), "master": Spec("master")},
+        "crash_at": Spec("int", 0, 10_000), "master": Spec("master"),
+        "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
     "06_side_effects": {
         **_COMMON, "database": Spec("choice_or_url", choices=("sqlite", "postgres")),
         "faults": Spec("names", choices=("kill_after_db", "kill_after_http", "stall_consumer",

@@ -183,3 +183,12 @@ def test_transactional_events_keep_their_transaction():
     assert [(op.outcome, op.txn) for op in sends] == [("info", "stage-0/txn-1")]
     # a transaction that never committed is aborted: its value is not expected anywhere
     assert C.txn_fates(h) == {"stage-0/txn-1": "aborted"}
+
+
+def test_a_spark_commit_labelled_with_its_batch_covers_the_reads_before_its_offsets():
+    from deliverylab.grade.report import _covers
+    from deliverylab.history import Op
+
+    op = Op("driver-0", "commit", "ok", 1.0, detail="commits/3 in-x/0@12,in-x/1@9")
+    assert _covers(op, "in-x", 0, 11) and _covers(op, "in-x", 1, 8)
+    assert not _covers(op, "in-x", 0, 12) and not _covers(op, "in-x", 2, 0)

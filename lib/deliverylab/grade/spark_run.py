@@ -1,0 +1,139 @@
+"""One graded run of exercise 05: the student's ``foreachBatch`` sink under one crash.
+
+The same shape as :func:`deliverylab.grade.runner.run_once`, for a Spark driver:
+
+1. a fresh input topic (3 partitions), ``values`` unique values written to it (the lab's
+   producer, recorded); a fresh database with the ``records`` table, checkpoint folder;
+2. ``driver-0`` (:mod:`deliverylab.grade.spark_child`, a process of its own) runs the
+   query with the student's function and crashes at the seeded batch: ``crash_query``
+   raises and restarts the query inside the same driver; ``kill_driver`` SIGKILLs the
+   driver, and ``driver-1`` restarts the query on the same checkpoint and database;
+3. the drivers' events become the History; the input is read back (read_committed) and
+   the database's rows as the output (:func:`deliverylab.spark.sinks.read_database`);
+   the Checker's pipeline check counts values missing or written twice.
+
+The seed decides the batch that crashes, nothing else: the same seed replays the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .. import checker as C
+from ..clients import bootstrap_of
+from ..history import History
+from ..modes import AT_LEAST_ONCE
+from ..readers import read_back
+from ..workload import ProducerWorkload
+from .exercises import Exercise
+from .runner import Run, to_history
+from .spark_child import RECORDS
+
+#: Seconds one driver may take (Spark starts in it) before it is killed, ``unfinished``.
+DRIVER_TIMEOUT = 240.0
+
+#: Offsets per micro-batch (``maxOffsetsPerTrigger``): 40 values make 4 batches.
+MAX_OFFSETS = 10
+
+
+def crash_plan(exercise: Exercise, fault: str, seed: int) -> dict[str, Any]:
+    """The batch the crash lands in: any but the last (a replayed batch always has one
+    after it to run too), in turn -- seeds 1, 2, 3 crash batches 0, 1, 2 -- so that a
+    quick grade of 3 seeds tries every crash point once."""
+    batches = -(-exercise.values // MAX_OFFSETS)
+    return {"crash": fault, "crash_at": (seed - 1) % (batches - 1)}
+
+
+def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, str]:
+    """Run one driver process to its end; returns (how it ended, error tail)."""
+    from ..process.children import child_env, python_module
+
+    path = workdir / f"{spec['process']}.json"
+    path.write_text(json.dumps(spec))
+    log = workdir / f"{spec['process']}.log"
+    proc = children.start(spec["process"], python_module("grade.spark_child", str(path)),
+                          log, env=child_env())
+    try:
+        code = proc.wait(DRIVER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        children.kill(proc)
+        return "timeout", f"{spec['process']} still ran after {DRIVER_TIMEOUT:.0f} s: killed"
+    finally:
+        children.stop(proc)
+    if code == -9:
+        return "killed", ""
+    if code != 0:
+        lines = log.read_text(errors="replace").strip().splitlines()
+        return "error", "\n".join(lines[-12:])
+    return "done", ""
+
+
+def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
+              cluster: Any) -> Run:
+    """One run of ``solution`` (a ``write_batch`` sink) under ``fault`` with ``seed``."""
+    from ..process.children import Children  # lazy: the reaper is not vocabulary
+    from ..spark import sinks
+    from ..spark.session import MASTER_ENV
+
+    t0 = time.monotonic()
+    tag = f"grade{exercise.id}-{fault}-{seed}-{uuid.uuid4().hex[:6]}"
+    source = f"in-{tag}"
+    cluster.create_topic(source, partitions=3)
+    history = History()
+    ProducerWorkload(cluster, source, AT_LEAST_ONCE, history, process="producer-0").run(
+        exercise.values)
+    plan = crash_plan(exercise, fault, seed)
+    counts: dict[str, int] = {"unfinished": 0, "fault_missed": 0}
+    errors: list[str] = []
+    with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
+        work = Path(tmp)
+        database = work / "sink.db"
+        with sqlite3.connect(database) as db:
+            db.execute(RECORDS)
+        db.close()
+        base = {"solution": str(solution), "function": exercise.function,
+                "bootstrap": bootstrap_of(cluster, direct=True), "input": source,
+                "database": str(database), "checkpoint": str(work / "checkpoint"),
+                "state": str(work / "state"), "events": str(work / "events.jsonl"),
+                "max_offsets": MAX_OFFSETS, "timeout": DRIVER_TIMEOUT - 20,
+                "master": os.environ.get(MASTER_ENV)}
+        children = Children()
+        try:
+            ended, err = _driver(children, {**base, **plan, "process": "driver-0"}, work)
+            if ended == "done" and fault == "kill_driver":
+                counts["fault_missed"] += 1
+            if ended == "killed":
+                ended, err = _driver(children, {**base, "process": "driver-1"}, work)
+            if ended != "done":
+                counts["unfinished"] += 1
+                if err:
+                    errors.append(err)
+            events = work / "events.jsonl"
+            lines = events.read_text().splitlines() if events.exists() else []
+            to_history([json.loads(line) for line in lines if line.strip()], history)
+            if fault == "crash_query" and not history.faults():
+                counts["fault_missed"] += 1
+            reads = read_back(cluster, [source], "read_committed")
+            reads += sinks.read_database(database)
+        finally:
+            children.close()
+    result = C.check(history, reads, C.ANOMALIES, pipeline=(source, str(database)))
+    counts.update(result.counts)
+    passed = {p.name: p.holds(counts, fault) for p in exercise.properties}
+    shown = {f["value"] for found in result.examples.values() for f in found[:1]
+             if f.get("value")}
+    positions: dict[str, list[str]] = {}
+    for r in reads:
+        if r.value in shown:
+            role = "input" if r.topic == source else "output"
+            positions.setdefault(r.value, []).append(f"{role}/{r.partition}@{r.offset}")
+    return Run(exercise.id, fault, seed, counts, passed, result, history,
+               (source, str(database)), time.monotonic() - t0, plan, errors, {}, positions)
