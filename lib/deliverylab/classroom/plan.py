@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +160,8 @@ class Sampler:
     def __init__(self, roots: Mapping[str, int] | None = None, interval: float = 0.5,
                  measure: Callable[[int], tuple[Memory, int]] = tree_memory) -> None:
         self.roots = dict(roots or {})
+        #: every pid seen in a stack's tree (what must be gone once the stack stopped)
+        self.seen: set[int] = set()
         self.interval = interval
         self.measure = measure
         self.samples: list[Sample] = []
@@ -174,6 +176,8 @@ class Sampler:
         stacks, procs = {}, {}
         for label, pid in list(self.roots.items()):
             stacks[label], procs[label] = self.measure(pid)
+            if self.measure is tree_memory:
+                self.seen.update(tree(pid))
         s = Sample(time.monotonic() - self.t0, stacks, procs)
         self.samples.append(s)
         return s
@@ -338,6 +342,26 @@ def gb(value: float) -> str:
     return f"{value / GB:.2f} GB"
 
 
+def outlived(pids: Iterable[int], grace: float = 5.0) -> list[str]:
+    """Processes of ``pids`` still running after ``grace`` seconds (zombies aside), as
+    ``pid name`` -- what a stopped stack must not leave."""
+    import psutil
+
+    end = time.monotonic() + grace
+    while True:
+        left = []
+        for pid in pids:
+            try:
+                p = psutil.Process(pid)
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    left.append(f"{pid} {p.name()}")
+            except psutil.NoSuchProcess:
+                continue
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.2)
+
+
 # --- the parent: start children, sample them ---------------------------------------------
 
 
@@ -430,6 +454,10 @@ def measure_stack(chapter: str, profile: str, logs: Path, hold: float = 3.0,
     if code != 0 or "stopped" not in child.events:
         raise LabError(f"the {chapter} stack did not stop cleanly (exit {code}); "
                        f"its log: {child.log}")
+    left = outlived(sampler.seen)
+    if left:  # a JVM left running would be counted in the next stack's host, and leak
+        raise LabError(f"the {chapter} stack stopped but left {left} running; its log: "
+                       f"{child.log}")
     p = peaks(sampler.samples)
     return {"chapter": chapter, "profile": profile, **asdict(stacks.STACKS[chapter]),
             "peak_pss": p.total_pss, "peak_rss": p.total_rss,

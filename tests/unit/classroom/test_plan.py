@@ -192,3 +192,17 @@ def test_figures_say_what_is_missing(tmp_path: Path):
     (tmp_path / "class-light-1.json").write_text(json.dumps(_class_run("light", 1, GB)))
     with pytest.raises(LabError, match=r"have students \[1\], stack no"):
         plan.figures(plan.load(tmp_path), "light")
+
+
+def test_outlived_names_what_still_runs_and_forgets_the_gone():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        [line] = plan.outlived([child.pid], grace=0.0)
+        assert line.startswith(f"{child.pid} python")
+    finally:
+        child.kill()
+        child.wait()
+    assert plan.outlived([child.pid], grace=0.0) == []
