@@ -227,10 +227,6 @@ def tables(collected: Collected, spark: Any = None) -> ClassView:
 def plot(view: ClassView, save: str | Path | None = None) -> Any:
     """The class at a glance: a student x chapter grid (green held, red failed, grey not
     run) beside the grader's fault cells that catch the most students."""
-    import matplotlib
-
-    if save is not None:
-        matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 

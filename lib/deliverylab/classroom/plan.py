@@ -622,8 +622,12 @@ def main(argv: list[str] | None = None) -> int:
                               for k, s in r["per_student"].items()), flush=True)
     memory = args.memory or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GB
     data = load(args.out)
-    if data["class"]:
-        print(report(data, args.cores, round(memory, 1), args.class_size))
+    if not data["class"]:
+        print(f"no class runs measured in {args.out} yet: the fit needs chapter 02 by 1 and "
+              "more students (`make classroom-plan`, or --stacks 02 --students 1 2 3)",
+              file=sys.stderr)
+        return 0 if args.stacks is not None else 1
+    print(report(data, args.cores, round(memory, 1), args.class_size))
     return 0
 
 
