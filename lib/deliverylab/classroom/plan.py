@@ -368,7 +368,11 @@ def outlived(pids: Iterable[int], grace: float = 5.0) -> list[str]:
 class Child:
     """One child run, its marked lines collected by a thread."""
 
-    def __init__(self, args: list[str], profile: str, log: Path) -> None:
+    #: what a child runs (its arguments follow): the stacks' entry point
+    COMMAND = (sys.executable, "-m", "deliverylab.classroom.stacks")
+
+    def __init__(self, args: list[str], profile: str, log: Path,
+                 command: Sequence[str] = COMMAND) -> None:
         env = {**os.environ, PROFILE_ENV: profile}
         lib = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = lib + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
@@ -376,9 +380,10 @@ class Child:
         self.log = log
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log, "w")  # noqa: SIM115  (closed in wait())
-        self.proc = subprocess.Popen([sys.executable, "-m", "deliverylab.classroom.stacks",
-                                      *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._log, env=env, text=True)
+        self.name = " ".join(args)
+        self.proc = subprocess.Popen([*command, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._log, env=env,
+                                     text=True)
         self.events: dict[str, dict[str, Any]] = {}
         self.cpu_at: dict[str, float] = {}
         self.t0 = time.monotonic()
@@ -397,11 +402,11 @@ class Child:
     def wait_for(self, event: str, timeout: float) -> dict[str, Any]:
         end = time.monotonic() + timeout
         while event not in self.events:
-            if _exited(self.proc.pid):
-                raise LabError(f"{self.proc.args[3:]} exited ({self.proc.returncode}) "
+            if (done := _exited(self.proc.pid)) is not None:
+                raise LabError(f"the child {self.name!r} exited ({done.si_status}) "
                                f"before '{event}'; its log: {self.log}")
             if time.monotonic() > end:
-                raise LabError(f"{self.proc.args[3:]} did not reach '{event}' within "
+                raise LabError(f"the child {self.name!r} did not reach '{event}' within "
                                f"{timeout:.0f} s; its log: {self.log}")
             time.sleep(0.1)
         return self.events[event]
@@ -415,13 +420,13 @@ class Child:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
         end = time.monotonic() + timeout
-        while not _exited(self.proc.pid) and time.monotonic() < end:
+        while _exited(self.proc.pid) is None and time.monotonic() < end:
             time.sleep(0.1)
-        if not _exited(self.proc.pid):
+        if _exited(self.proc.pid) is None:
             self.proc.kill()
             self.proc.wait()
             self._log.close()
-            raise LabError(f"{self.proc.args[3:]} did not end within {timeout:.0f} s "
+            raise LabError(f"the child {self.name!r} did not end within {timeout:.0f} s "
                            f"(killed); its log: {self.log}")
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not reap
@@ -431,9 +436,10 @@ class Child:
                 time.monotonic() - self.t0)
 
 
-def _exited(pid: int) -> bool:
-    """Has our child ``pid`` exited? Asked without reaping it (its usage is kept)."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+def _exited(pid: int) -> Any:
+    """How our child ``pid`` ended (``waitid``'s result), None while it runs. Asked
+    without reaping it, so its resource usage is still there for ``wait4``."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
 
 
 def measure_stack(chapter: str, profile: str, logs: Path, hold: float = 3.0,

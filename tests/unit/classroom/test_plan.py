@@ -206,3 +206,38 @@ def test_outlived_names_what_still_runs_and_forgets_the_gone():
         child.kill()
         child.wait()
     assert plan.outlived([child.pid], grace=0.0) == []
+
+
+CHILD = """
+import json, sys, time
+def say(e): print("PLAN " + json.dumps({"event": e, "t": time.monotonic()}), flush=True)
+say("begin")
+sum(range(3_000_000))  # some CPU
+say("ready")
+sys.stdin.read()
+say("stopped")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_a_child_s_marks_exit_and_cpu_are_read_without_losing_its_usage(tmp_path, code):
+    import sys
+
+    child = plan.Child([str(code)], "light", tmp_path / "c.log",
+                       command=[sys.executable, "-c", CHILD])
+    child.wait_for("ready", 30)
+    assert child.cpu_at["ready"] >= child.cpu_at["begin"]
+    exit_code, cpu, wall = child.wait(30)
+    assert exit_code == code and cpu > 0 and wall > 0
+    assert set(child.events) == {"begin", "ready", "stopped"}
+    assert "PLAN" in (tmp_path / "c.log").read_text()
+
+
+def test_a_child_that_dies_early_is_named_with_its_log(tmp_path):
+    import sys
+
+    child = plan.Child(["x"], "default", tmp_path / "d.log",
+                       command=[sys.executable, "-c", "import sys; sys.exit(4)"])
+    with pytest.raises(LabError, match=r"'x' exited \(4\) before 'ready'; its log: .*d.log"):
+        child.wait_for("ready", 30)
