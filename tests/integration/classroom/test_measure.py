@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import plan
+from deliverylab.classroom import measure
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 
 def test_one_stack_is_measured_as_one_tree_and_leaves_nothing(tmp_path: Path):
     # measure_stack raises if a process of the stack outlives it
-    row = plan.measure_stack("02", "light", tmp_path)
+    row = measure.measure_stack("02", "light", tmp_path)
     # kernel stand-in, broker JVM, proxy, Spark JVM, reapers: a tree, not one process
     assert row["procs"] >= 4, row
     assert 100 * 2**20 < row["peak_pss"] <= row["peak_rss"], row
