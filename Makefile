@@ -100,7 +100,7 @@ MEMORY       ?=
 CLASS_SIZE   ?=
 classroom-plan: setup
 	$(BIN)/python -m deliverylab.classroom.plan --out $(PLAN_OUT) \
-	    $(if $(filter-out 0,$(PLAN_MEASURE)),--stacks all --students 1 2 3) \
+	    $(if $(filter-out 0,$(PLAN_MEASURE)),--stacks all --students 1 2 3 --chapter-run) \
 	    $(if $(CORES),--cores $(CORES)) $(if $(MEMORY),--memory $(MEMORY)) \
 	    $(if $(CLASS_SIZE),--class-size $(CLASS_SIZE))
 

@@ -212,23 +212,32 @@ def marginal_per_seat(runs: Mapping[int, dict[str, Any]], run: dict[str, Any]) -
 
 
 def stack_table(data: dict[str, Any]) -> str:
-    """Each chapter's stack alone, every profile side by side."""
+    """Each chapter's stack alone, every profile side by side; a chapter not measured
+    whose stack is the same as one measured says so."""
     profiles = [p for p in PROFILES if p in data["stacks"]]
-    rows = {r["chapter"]: {} for p in profiles for r in data["stacks"][p]}
+    measured: dict[str, dict[str, Any]] = {}
     for p in profiles:
         for r in data["stacks"][p]:
-            rows[r["chapter"]][p] = r
+            measured.setdefault(r["chapter"], {})[p] = r
     head = "| chapter | brokers | Spark |" + "".join(
-        f" {p}: peak PSS | {p}: start (s, CPU s) |" for p in profiles)
+        f" {p}: peak PSS | {p}: start s (CPU s) |" for p in profiles)
     lines = [head, "|" + "---|" * (3 + 2 * len(profiles))]
-    for ch, by in rows.items():
-        any_row = next(iter(by.values()))
-        spark = "2 drivers" if any_row["child_driver"] else ("yes" if any_row["spark"] else "no")
-        extra = f" + {any_row['connect_workers']} Connect" if any_row["connect_workers"] else ""
-        cells = "".join(f" {gb(by[p]['peak_pss'])} | {by[p]['start_wall_s']:.0f}, "
-                        f"{by[p]['start_cpu_s']:.0f} |" if p in by else " - | - |"
-                        for p in profiles)
-        lines.append(f"| {ch} | {any_row['brokers']}{extra} | {spark} |{cells}")
+    for ch, stack in stacks.STACKS.items():
+        spark = "2 drivers" if stack.child_driver else ("yes" if stack.spark else "no")
+        what = (f"{stack.brokers}" + (" + proxy" if stack.proxy else "")
+                + (f" + {stack.connect_workers} Connect" if stack.connect_workers else "")
+                + (" + services" if stack.services else ""))
+        by = measured.get(ch)
+        if by is None:
+            twin = next((c for c in measured if stacks.STACKS.get(c) == stack), None)
+            if twin is None:
+                continue
+            cells = f" same stack as {twin} |" + " |" * (2 * len(profiles) - 1)
+        else:
+            cells = "".join(f" {gb(by[p]['peak_pss'])} | {by[p]['start_wall_s']:.0f} "
+                            f"({by[p]['start_cpu_s']:.0f}) |" if p in by else " - | - |"
+                            for p in profiles)
+        lines.append(f"| {ch} | {what} | {spark} |{cells}")
     return "\n".join(lines)
 
 

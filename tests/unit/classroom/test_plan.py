@@ -91,7 +91,10 @@ def test_report_from_saved_measurements(tmp_path: Path):
     text = plan.report(data, cores=8, memory_gb=32.0)
     assert "1.00 GB per additional student (stacks); + 0.10 GB the whole chapter adds = " \
            "**1.10 GB with chapter 02 running**" in text
-    assert "| 02_at_least_once | 1 | yes | 1.10 GB | 14, 21 |" in text
+    assert "| 02_at_least_once | 1 + proxy | yes | 1.10 GB | 14 (21) |" in text
+    assert "| 03_idempotent_producer | 1 + proxy | yes | same stack as 02_at_least_once |" \
+        in text
+    assert "00_tour" not in text  # neither measured nor the same as one measured
     assert "| default | 3 (stack) | 3.20 GB |" in text
     assert "c.Spawner.mem_limit = '2.25G'" in text  # 1.68 GB x 1.25, up to 0.25
     assert "### Profile light: no fit yet" in text
