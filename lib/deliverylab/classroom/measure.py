@@ -124,6 +124,42 @@ def tree_cpu(root: int) -> float:
     return total
 
 
+#: What a process of a student's stack is, from its command line (first match wins).
+ROLES = (("kafka.Kafka", "broker JVM"), ("ConnectDistributed", "Connect worker JVM"),
+         ("org.apache.spark", "Spark driver JVM"), ("org.apache.kafka", "Kafka tool JVM"),
+         ("reaper.py", "reapers"), ("proxy.engine", "fault proxy"),
+         ("spark.driver", "child driver (Python)"), ("grade.child", "grader children"),
+         ("services.", "services"), ("chapters.autocommit", "auto-commit consumer"),
+         ("ipykernel", "kernel (Python)"),
+         ("classroom.stacks stack", "kernel (Python)"),
+         ("classroom.stacks student", "papermill (the server's part)"))
+
+
+def role(cmdline: Sequence[str], name: str = "") -> str:
+    """A process's part in a student's stack, for the breakdown (its name if unknown)."""
+    line = " ".join(cmdline)
+    return next((r for key, r in ROLES if key in line), name or "?")
+
+
+def _tree_by_role(root: int) -> tuple[Memory, int, dict[str, int]]:
+    """:func:`tree_memory`, plus the PSS of each part of the tree by :func:`role`."""
+    import psutil
+
+    total, count, parts = Memory(), 0, {}
+    for pid in tree(root):
+        m = read_memory(pid)
+        if m is None:
+            continue
+        try:
+            p = psutil.Process(pid)
+            part = role(p.cmdline(), p.name())
+        except psutil.Error:
+            part = "?"
+        total, count = total + m, count + 1
+        parts[part] = parts.get(part, 0) + m.pss
+    return total, count, parts
+
+
 # --- sampling stacks ---------------------------------------------------------------------
 
 
@@ -158,6 +194,8 @@ class Sampler:
         self.interval = interval
         self.measure = measure
         self.samples: list[Sample] = []
+        #: at the peak so far: each stack's PSS by part (:func:`role`), bytes
+        self.breakdown: dict[str, dict[str, int]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="plan-sampler", daemon=True)
         self.t0 = time.monotonic()
@@ -166,12 +204,16 @@ class Sampler:
         self.roots[label] = pid
 
     def sample(self) -> Sample:
-        stacks, procs = {}, {}
+        stacks, procs, parts = {}, {}, {}
         for label, pid in list(self.roots.items()):
-            stacks[label], procs[label] = self.measure(pid)
-            if self.measure is tree_memory:
+            if self.measure is tree_memory:  # the real thing: also what each part holds
+                stacks[label], procs[label], parts[label] = _tree_by_role(pid)
                 self.seen.update(tree(pid))
+            else:
+                stacks[label], procs[label] = self.measure(pid)
         s = Sample(time.monotonic() - self.t0, stacks, procs)
+        if not self.samples or s.total.pss > max(x.total.pss for x in self.samples):
+            self.breakdown = parts
         self.samples.append(s)
         return s
 
@@ -342,7 +384,8 @@ def measure_stack(chapter: str, profile: str, logs: Path, hold: float = 3.0,
             "procs": max(s.procs.get(chapter, 0) for s in sampler.samples),
             "start_wall_s": round(ready["t"] - begin["t"], 2),
             "start_cpu_s": round(child.cpu_at["ready"] - child.cpu_at["begin"], 2),
-            "cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "samples": p.samples}
+            "cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "samples": p.samples,
+            "parts": sampler.breakdown.get(chapter, {})}
 
 
 def measure_class(chapter: str, students: int, profile: str, out: Path,
@@ -389,4 +432,4 @@ def measure_class(chapter: str, students: int, profile: str, out: Path,
            for k, (code, cpu, wall) in results.items()}
     return {"chapter": chapter, "profile": profile, "kind": kind, "students": students,
             "peak_pss": p.total_pss, "peak_rss": p.total_rss, "per_student": per,
-            "samples": p.samples}
+            "samples": p.samples, "parts": sampler.breakdown}

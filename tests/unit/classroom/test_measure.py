@@ -153,3 +153,23 @@ def test_a_child_that_dies_early_is_named_with_its_log(tmp_path):
                        command=[sys.executable, "-c", "import sys; sys.exit(4)"])
     with pytest.raises(LabError, match=r"'x' exited \(4\) before 'ready'; its log: .*d.log"):
         child.wait_for("ready", 30)
+
+
+@pytest.mark.parametrize("cmdline, part", [
+    (["java", "-Xmx384m", "-cp", "libs/*", "kafka.Kafka", "server.properties"], "broker JVM"),
+    (["java", "-cp", "x", "org.apache.spark.deploy.SparkSubmit", "pyspark-shell"],
+     "Spark driver JVM"),
+    (["python", "/lib/deliverylab/process/reaper.py"], "reapers"),
+    (["python", "-m", "deliverylab.classroom.stacks", "stack", "02_at_least_once"],
+     "kernel (Python)"),
+    (["python", "-m", "ipykernel_launcher", "-f", "k.json"], "kernel (Python)"),
+    (["sleep", "9"], "sleep"),
+])
+def test_each_process_is_named_by_its_part_in_the_stack(cmdline, part):
+    assert measure.role(cmdline, cmdline[0]) == part
+
+
+def test_the_breakdown_is_kept_at_the_peak():
+    s = measure.Sampler({"me": os.getpid()})
+    s.sample()
+    assert s.breakdown["me"] and sum(s.breakdown["me"].values()) == s.samples[0].total.pss
