@@ -271,10 +271,35 @@ def class_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def parts_table(data: dict[str, Any], chapter: str = "02_at_least_once") -> str:
+    """Where one student's memory is, at the peak: PSS by part of the stack alone and
+    of the whole chapter run, per profile."""
+    cols: list[tuple[str, dict[str, int]]] = []
+    for p in PROFILES:
+        stack = next((r for r in data["stacks"].get(p, []) if r["chapter"] == chapter), None)
+        if stack is not None and stack.get("parts"):
+            cols.append((f"{p}: stack", stack["parts"]))
+        run = data["chapter"].get(p)
+        if run is not None and run.get("parts", {}).get("s1"):
+            cols.append((f"{p}: whole chapter", run["parts"]["s1"]))
+    if not cols:
+        return "(no breakdown measured)"
+    names = sorted({n for _, c in cols for n in c}, key=lambda n: -max(c.get(n, 0)
+                                                                        for _, c in cols))
+    lines = ["| part |" + "".join(f" {h} |" for h, _ in cols), "|---|" + "---|" * len(cols)]
+    lines += [f"| {n} |" + "".join(f" {c[n] / GB:.2f} |" if n in c else " - |"
+                                    for _, c in cols) for n in names]
+    lines.append("| **total** |" + "".join(f" **{sum(c.values()) / GB:.2f}** |"
+                                           for _, c in cols))
+    return "\n".join(lines)
+
+
 def report(data: dict[str, Any], cores: int, memory_gb: float,
            class_size: int | None = None) -> str:
     parts = ["### Each chapter's stack alone", "", stack_table(data), "",
-             "### Chapter 02 by 1, 2, 3 students at once", "", class_table(data), ""]
+             "### Chapter 02 by 1, 2, 3 students at once", "", class_table(data), "",
+             "### One student's chapter 02 at its peak, PSS in GB by part", "",
+             parts_table(data), ""]
     for p in PROFILES:
         try:
             f = fit(figures(data, p), cores, memory_gb, class_size)

@@ -75,7 +75,7 @@ def test_report_from_saved_measurements(tmp_path: Path):
              "proxy": True, "spark": True, "child_driver": False, "services": False,
              "connect_workers": 0, "peak_pss": 1.1 * GB, "peak_rss": 1.4 * GB, "procs": 6,
              "start_wall_s": 14.0, "start_cpu_s": 21.0, "cpu_s": 40.0, "wall_s": 30.0,
-             "samples": 50}
+             "samples": 50, "parts": {"broker JVM": GB // 4, "Spark driver JVM": GB // 2}}
     (tmp_path / "stacks-default.json").write_text(json.dumps([stack]))
     for n, total in ((1, 1.2 * GB), (2, 2.2 * GB), (3, 3.2 * GB)):
         (tmp_path / f"class-default-{n}.json").write_text(json.dumps(
@@ -98,6 +98,7 @@ def test_report_from_saved_measurements(tmp_path: Path):
     assert "| default | 3 (stack) | 3.20 GB |" in text
     assert "c.Spawner.mem_limit = '2.25G'" in text  # 1.68 GB x 1.25, up to 0.25
     assert "### Profile light: no fit yet" in text
+    assert "| Spark driver JVM | 0.50 |" in text and "| **total** | **0.75** |" in text
 
 
 def test_load_names_a_bad_file(tmp_path: Path):
