@@ -173,3 +173,5 @@ def test_the_breakdown_is_kept_at_the_peak():
     s = measure.Sampler({"me": os.getpid()})
     s.sample()
     assert s.breakdown["me"] and sum(s.breakdown["me"].values()) == s.samples[0].total.pss
+    assert 0 < s.cpu_seconds("me") == s.cpu["me"][os.getpid()]
+    assert s.cpu_seconds("nobody") == 0
