@@ -53,6 +53,7 @@ def test_light_puts_the_spark_driver_on_the_serial_collector(tmp_path, monkeypat
     monkeypatch.setenv(profile.PROFILE_ENV, "light")
     opts = session._driver_java_options().split()
     assert "-XX:+UseSerialGC" in opts and "-XX:TieredStopAtLevel=1" in opts
+    assert "-Xms64m" in opts  # Spark refuses -Xmx here (spark.driver.memory), not -Xms
     assert profile.current().spark_conf == {"spark.driver.memory": "512m"}
     # Recording the class archive stays the lab's own JVM, whatever the profile.
     recording = session._driver_java_options(record=tmp_path / "x.jsa").split()
