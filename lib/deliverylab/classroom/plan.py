@@ -338,6 +338,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     profiles = args.profile or list(PROFILES)
+    failed = 0
     args.out.mkdir(parents=True, exist_ok=True)
     logs = args.out / "logs"
     for profile in profiles:
@@ -347,7 +348,12 @@ def main(argv: list[str] | None = None) -> int:
             rows = {r["chapter"]: r for r in (json.loads(path.read_text())
                                                if path.exists() else [])}
             for ch in chosen:
-                row = measure_stack(ch, profile, logs)
+                try:
+                    row = measure_stack(ch, profile, logs)
+                except LabError as exc:  # the next chapter's stack is still worth measuring
+                    print(f"{profile} {ch}: FAILED {exc}", flush=True)
+                    failed += 1
+                    continue
                 print(f"{profile} {row['chapter']}: peak PSS {gb(row['peak_pss'])}, RSS "
                       f"{gb(row['peak_rss'])}, start {row['start_wall_s']} s "
                       f"({row['start_cpu_s']} CPU s)", flush=True)
@@ -375,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 0 if args.stacks is not None else 1
     print(report(data, args.cores, round(memory, 1), args.class_size))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
