@@ -18,7 +18,8 @@ export PIP_NO_INDEX := 1
 export PIP_FIND_LINKS := $(abspath $(BUNDLE))/wheels
 endif
 
-.PHONY: setup lab test test-cold lint course book matrix clean-cache clean doctor bundle classroom
+.PHONY: setup lab test test-cold lint course book matrix clean-cache clean doctor bundle \
+	classroom classroom-plan
 
 setup: $(CACHE)
 
@@ -86,6 +87,22 @@ matrix: setup
 # Classroom readiness: a pass/fail list with fixes (DOCKER=1 also checks the Docker path).
 doctor: $(DEPS)
 	$(BIN)/python -m deliverylab.classroom.doctor $(if $(filter-out 0,$(DOCKER)),--docker)
+
+# Sizing a classroom (a benchmark: ~25 min on 2 cores, run it alone): every chapter's
+# stack alone, then chapter 02 by 1, 2, 3 students at once, under each student profile;
+# prints how many students fit a host and the hub settings. PLAN_MEASURE=0 only prints
+# the fit from the figures saved in PLAN_OUT, e.g. for another host:
+#   make classroom-plan PLAN_MEASURE=0 CORES=16 MEMORY=64 CLASS_SIZE=30
+PLAN_OUT     ?= results/classroom-plan
+PLAN_MEASURE ?= 1
+CORES        ?=
+MEMORY       ?=
+CLASS_SIZE   ?=
+classroom-plan: setup
+	$(BIN)/python -m deliverylab.classroom.plan --out $(PLAN_OUT) \
+	    $(if $(filter-out 0,$(PLAN_MEASURE)),--stacks all --students 1 2 3 --chapter-run) \
+	    $(if $(CORES),--cores $(CORES)) $(if $(MEMORY),--memory $(MEMORY)) \
+	    $(if $(CLASS_SIZE),--class-size $(CLASS_SIZE))
 
 # Everything set-up downloads, in one folder to copy: wheels, Kafka and connector jars.
 # BUNDLE_PLATFORMS="macosx_11_0_arm64 win_amd64" adds wheels for other machines.

@@ -25,6 +25,7 @@ from ..errors import BrokerExited, LabError
 from ..process.children import tail
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java
+from ..runtime.profile import current as current_profile
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
 
 # Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
@@ -83,10 +84,13 @@ class LocalBackend:
         archive = class_archive(kafka_version)
         # -Xshare:auto (the default) falls back silently if the archive does not fit.
         shared = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
-        # The caller's options last: the JVM takes the last of a repeated flag.
-        self.broker_opts = [*BROKER_JVM_OPTS, *LOCAL_JVM_OPTS, *shared, *(jvm_opts or [])]
+        # The student profile's caps next ($DELIVERYLAB_PROFILE, runtime/profile.py),
+        # the caller's options last: the JVM takes the last of a repeated flag.
+        profile = current_profile()
+        self.broker_opts = [*BROKER_JVM_OPTS, *LOCAL_JVM_OPTS, *shared,
+                            *profile.broker_opts, *(jvm_opts or [])]
         self.controller_opts = [*CONTROLLER_JVM_OPTS, *LOCAL_JVM_OPTS, *shared,
-                                *(jvm_opts or [])]
+                                *profile.controller_opts, *(jvm_opts or [])]
         self.spec: ClusterSpec | None = None
         self.tool_opts = [*TOOL_JVM_OPTS, *shared]
         self.procs: dict[int, subprocess.Popen] = {}

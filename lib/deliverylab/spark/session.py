@@ -25,6 +25,7 @@ from ..errors import JarsUnavailable, JavaNotFound
 from ..process.children import child_env
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java, java_home, record_archive
+from ..runtime.profile import current as current_profile
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -151,8 +152,12 @@ def _driver_java_options(record: Path | None = None) -> str:
     opts = [f"-Dlog4j.configurationFile={_log_config()}"]
     if record is not None:
         opts.append(f"-XX:ArchiveClassesAtExit={record}")
-    elif (archive := class_archive()).exists():
-        opts += [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
+    else:
+        if (archive := class_archive()).exists():
+            opts += [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
+        # A classroom's caps ($DELIVERYLAB_PROFILE); the archive is recorded by the
+        # lab's own JVM whatever the profile (its classes map under either collector).
+        opts += current_profile().spark_driver_opts
     return " ".join(opts)
 
 
@@ -323,7 +328,8 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.sql.shuffle.partitions", "4")
         )
-    for key, value in conf.items():
+    # The student profile's Spark settings ($DELIVERYLAB_PROFILE), the caller's on top.
+    for key, value in {**current_profile().spark_conf, **conf}.items():
         builder = builder.config(key, value)
     # A JVM launched earlier in this process (a session started, then stopped) keeps
     # the classpath it was launched with: spark.jars cannot reach its driver any more.
