@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import LabError, bad_value
+from ..runtime.profile import PROFILES
 
 ROOT = Path(__file__).resolve().parents[3]
 LIB = Path(__file__).resolve().parents[2]
@@ -85,9 +86,14 @@ class HubSettings:
     #: Per-student caps (a cgroup each, :mod:`.hub_limits`); None: no cap.
     mem_limit_gb: float | None = None
     cpu_limit: float | None = None
+    #: The student profile every server runs with ($DELIVERYLAB_PROFILE,
+    #: runtime/profile.py): 'light' caps the JVMs, measured in `make classroom-plan`.
+    profile: str = "light"
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise bad_value("profile", self.profile, "one of " + ", ".join(PROFILES))
         if not self.students:
             raise LabError("no students: give --students name,name,... (the class list)")
         for name in self.students:
@@ -468,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--cull-timeout", type=int, default=3600)
     start.add_argument("--mem-limit-gb", type=float, help="memory cap per student (GB)")
     start.add_argument("--cpu-limit", type=float, help="CPU cap per student (cores)")
+    start.add_argument("--profile", default="light",
+                       help="the student profile every server runs with (light, default)")
     start.add_argument("--state", default=str(ROOT / "build" / "classroom"))
     start.add_argument("--remove-users", action="store_true",
                        help="delete the students' Unix users and homes when stopping")
@@ -488,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
                                password=args.password, port=args.port, state=args.state,
                                cull_timeout=args.cull_timeout,
                                mem_limit_gb=args.mem_limit_gb, cpu_limit=args.cpu_limit,
+                               profile=args.profile,
                                cull_every=max(10, min(300, args.cull_timeout // 4)))
         install_proxy(Path(settings.chp))
         prepare_cache(Path(settings.cache))

@@ -95,6 +95,7 @@ class StudentSpawner(LocalProcessSpawner):
             "USER": user.pw_name, "LOGNAME": user.pw_name, "HOME": user.pw_dir,
             "SHELL": user.pw_shell, "TMPDIR": str(Path(user.pw_dir) / ".tmp"),
             "DELIVERYLAB_CACHE": s.cache, "PYTHONPATH": s.pythonpath,
+            "DELIVERYLAB_PROFILE": s.profile,
             "PATH": f"{s.venv_bin}:/usr/local/bin:/usr/bin:/bin",
             "JUPYTERHUB_ACTIVITY_INTERVAL": str(s.activity_interval),
             **s.extra_env,
