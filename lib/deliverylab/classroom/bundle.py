@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -52,11 +53,30 @@ class BundleError(LabError):
 
 def requirements(pyproject: Path = ROOT / "pyproject.toml", extras: tuple[str, ...] = ("dev",)
                  ) -> list[str]:
-    """The lab's dependencies as pip requirement strings, read from ``pyproject.toml``."""
+    """The lab's dependencies as pip requirement strings, read from ``pyproject.toml``.
+
+    An extra that names the project's own other extras (``dev`` pulls in
+    ``deliverylab[classroom]``) is expanded here: pip cannot download the project itself
+    from an index, offline or not."""
     project = tomllib.loads(pyproject.read_text())["project"]
+    optional = project.get("optional-dependencies", {})
+    own = re.compile(rf"^{re.escape(project['name'])}\s*\[([^\]]*)\]\s*$")
     reqs = list(project.get("dependencies", []))
-    for extra in extras:
-        reqs += project.get("optional-dependencies", {}).get(extra, [])
+    todo, seen = list(extras), set()
+    while todo:
+        extra = todo.pop(0)
+        if extra in seen:
+            continue
+        seen.add(extra)
+        if extra not in optional:
+            raise BundleError(f"pyproject.toml has no extra {extra!r} (it has: "
+                              f"{', '.join(optional)})")
+        for req in optional[extra]:
+            match = own.match(req.split("#")[0].strip())
+            if match:
+                todo += [e.strip() for e in match.group(1).split(",") if e.strip()]
+            elif req not in reqs:
+                reqs.append(req)
     return reqs
 
 

@@ -93,6 +93,20 @@ def test_requirements_come_from_pyproject():
     reqs = bundle.requirements()
     assert any(r.startswith("confluent-kafka") for r in reqs)
     assert any(r.startswith("pytest") for r in reqs)  # dev extras: `make setup` installs them
+    # `dev` names `deliverylab[classroom]`: expanded, never asked of an index (pip cannot
+    # download the project itself: the lab image's offline bundle failed on it)
+    assert any(r.startswith("jupyterhub") for r in reqs)
+    assert not any(r.startswith("deliverylab") for r in reqs)
+
+
+def test_requirements_expand_own_extras_once_and_refuse_an_unknown_extra(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "deliverylab"\ndependencies = ["a"]\n'
+                         '[project.optional-dependencies]\n'
+                         'dev = ["b", "deliverylab[hub, dev]"]\nhub = ["c", "b"]\n')
+    assert bundle.requirements(pyproject) == ["a", "b", "c"]
+    with pytest.raises(bundle.BundleError, match="no extra 'gpu'"):
+        bundle.requirements(pyproject, extras=("gpu",))
 
 
 def test_makefile_installs_offline_from_a_bundle():
