@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cluster.ready import wait_until
 from ..errors import LabError, bad_value
 
 #: The settings each variant puts on top of the shared consumer settings.
@@ -320,14 +321,10 @@ class _Run:
             self.timeline.append(Event(self.now(), member, kind, partitions, detail))
 
 
-def _wait(what: str, ok: Any, timeout: float, run: _Run) -> None:
-    deadline = time.monotonic() + timeout
-    while not ok():
-        if run.errors:
-            raise run.errors[0]
-        if time.monotonic() > deadline:
-            raise LabError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
+def _raise_member_error(run: _Run) -> None:
+    """A member thread's error ends a wait at once (wait_until's ``check``)."""
+    if run.errors:
+        raise run.errors[0]
 
 
 def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
@@ -371,9 +368,10 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
     try:
         for m in group:
             m.thread.start()
-        _wait("every partition to be assigned to the group", lambda: set().union(
+        wait_until("every partition to be assigned to the group", lambda: set().union(
             *(m.assigned for m in group)) == set(range(partitions))
-            and all(m.assigned for m in group), 60, run)
+            and all(m.assigned for m in group), 60, check=lambda: _raise_member_error(run),
+            interval=0.05)
         staller = group[-1]
         t_end: float | None = None
         seq = 0
