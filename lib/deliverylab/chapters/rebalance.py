@@ -415,6 +415,35 @@ def compare(cluster: Any, name: str, strategies: Sequence[str] = tuple(STRATEGIE
     return [stall_in_group(cluster, f"{name}-{s}", s, **kwargs) for s in strategies]
 
 
+def claims(runs: Sequence[GroupRun]) -> dict[str, bool]:
+    """What chapter 02 asserts of an eager, a cooperative and a static run of the same
+    stall: relations that follow from the protocols (the stop-the-world pause is tens of
+    ms for all three on one host, so no relation on it is claimed)."""
+    by = {r.strategy: r for r in runs}
+    missing = {"eager", "cooperative", "static"} - set(by)
+    if missing:
+        raise bad_value("runs", sorted(by), "one run each of eager, cooperative and static")
+    eager, coop, static = by["eager"], by["cooperative"], by["static"]
+    healthy = {e.member for e in eager.timeline} - {eager.staller}
+
+    def revoked_by(window: Window) -> set[str]:
+        return {e.member for e in window.callbacks if e.kind == "revoked"}
+
+    return {
+        "the stalled consumer's rejoin triggered a second eager rebalance: every other "
+        "member gave up its partitions again after the wake":
+            revoked_by(eager.rejoin) == healthy and revoked_by(eager.eviction) == healthy,
+        "cooperative-sticky revoked no partition that stayed with its owner; eager "
+        "revoked those too": coop.revoked_kept == 0 < eager.revoked_kept,
+        "static membership: the other members took part in no rebalance at all":
+            not static.eviction.callbacks and not static.rejoin.callbacks
+            and static.revoked_kept == 0,
+        "static membership's price: the staller's partitions waited the whole stall, "
+        "longer than eager's, which the others took over after the poll interval":
+            static.staller_idle() > eager.staller_idle(),
+    }
+
+
 # ------------------------------------------------------------------------- the figure
 
 _MEMBER_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00")

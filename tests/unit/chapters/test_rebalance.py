@@ -125,3 +125,15 @@ def test_eager_revokes_kept_partitions_and_cooperative_does_not():
     # partitions 0-3, each revoked for 0.8 s at the eviction and 0.6 s at the rejoin
     assert eviction.revoked_kept == pytest.approx(4 * 0.8)
     assert rejoin.revoked_kept == pytest.approx(4 * 0.6)
+
+
+def test_the_chapter_claims_fail_when_every_strategy_behaves_eagerly():
+    """claims() judges runs, it does not assume them: three runs with eager's timeline
+    under the three labels keep eager's claim and fail cooperative's and static's."""
+    runs = [R.GroupRun(s, {}, 6, "c", 3.0, 12.0, 16.0, eager_timeline())
+            for s in ("eager", "cooperative", "static")]
+    held = list(R.claims(runs).values())
+    assert held[0] is True  # the rejoin's second eager rebalance
+    assert held[1] is False and held[2] is False  # nothing cooperative, nothing static
+    with pytest.raises(LabError, match="one run each of eager, cooperative and static"):
+        R.claims(runs[:2])
