@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 import os
 import pwd
@@ -13,6 +14,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +26,73 @@ from deliverylab.process.ports import free_ports
 
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "test-artifacts")
 DOCKER_DIR = Path(__file__).resolve().parents[1] / "docker"
+
+
+# --- a worker that dies of a native crash says where ---------------------------------
+# pytest-xdist reports a worker killed by a signal as one line ("worker 'gw0' crashed
+# while running ..."); faulthandler's stack dump goes to the worker's stderr, interleaved
+# with the other worker's output, and a CI excerpt cut it off (it happened: a SIGSEGV in
+# tests/integration/chapters/test_kafka_bugs.py with only two frames of it visible). So
+# each worker dumps into a file of its own, and the crash report carries the dump.
+CRASHES = Path(ARTIFACTS) / "crashes"
+_CRASH_FILE = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own faulthandler plugin, which it replaces
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    CRASHES.mkdir(parents=True, exist_ok=True)
+    dump = open(CRASHES / f"{worker}-{os.getpid()}.txt", "w")  # noqa: SIM115 -- open until exit
+    config.stash[_CRASH_FILE] = dump
+    faulthandler.enable(file=dump, all_threads=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A worker that ends alive leaves no empty dump behind."""
+    dump = config.stash.get(_CRASH_FILE, None)
+    if dump is None:
+        return
+    faulthandler.disable()
+    dump.close()
+    path = Path(dump.name)
+    if path.exists() and not path.stat().st_size:
+        path.unlink()
+
+
+def crash_dump(worker: str) -> str:
+    """The newest non-empty faulthandler dump of ``worker`` (e.g. ``gw0``), or ''."""
+    dumps = [p for p in CRASHES.glob(f"{worker}-*.txt") if p.stat().st_size]
+    if not dumps:
+        return ""
+    return max(dumps, key=lambda p: p.stat().st_mtime).read_text(errors="replace")
+
+
+#: Frames of the test runner itself: the same in every dump, so left out of the report.
+_RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", 'File "<string>"')
+
+
+def crash_report(dump: str) -> str:
+    """A faulthandler dump as a report leads with what matters: the thread that crashed
+    (faulthandler writes it last), then the others; the runner's own frames and the list
+    of extension modules dropped."""
+    head, _, _ = dump.partition("\nExtension modules:")
+    blocks = head.strip().split("\n\n")
+    first = [b for b in blocks if b.startswith(("Fatal Python error", "Current thread"))]
+    ordered = first + [b for b in blocks if b not in first]
+    kept = ["\n".join(line for line in b.splitlines()
+                      if not any(f in line for f in _RUNNER_FRAMES)) for b in ordered]
+    return "\n\n".join(kept)
+
+
+def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: object) -> None:
+    """Attach the crashed worker's stack dump to its test's failure report."""
+    gateway = getattr(getattr(report, "node", None), "gateway", None)
+    dump = crash_dump(getattr(gateway, "id", "")) if gateway is not None else ""
+    if dump:
+        report.longrepr = (f"{report.longrepr}\nfaulthandler's dump of the worker "
+                           f"(crashing thread first):\n{crash_report(dump)[:6000]}")
 
 
 def heal(cluster: Cluster) -> None:
