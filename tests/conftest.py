@@ -42,7 +42,9 @@ _CRASH_FILE = pytest.StashKey[Any]()
 def pytest_configure(config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
-        return
+        if config.getoption("numprocesses", None):  # a controller about to start workers:
+            shutil.rmtree(CRASHES, ignore_errors=True)  # no dump of an earlier run is taken
+        return  # for one of this run's crashes
     CRASHES.mkdir(parents=True, exist_ok=True)
     dump = open(CRASHES / f"{worker}-{os.getpid()}.txt", "w")  # noqa: SIM115 -- open until exit
     config.stash[_CRASH_FILE] = dump
@@ -62,7 +64,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def crash_dump(worker: str) -> str:
-    """The newest non-empty faulthandler dump of ``worker`` (e.g. ``gw0``), or ''."""
+    """The newest non-empty faulthandler dump of ``worker`` (e.g. ``gw0``) in this run,
+    or '' (a worker killed by SIGKILL, e.g. by the OOM killer, writes none)."""
     dumps = [p for p in CRASHES.glob(f"{worker}-*.txt") if p.stat().st_size]
     if not dumps:
         return ""
@@ -74,9 +77,10 @@ _RUNNER_FRAMES = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", 'File "<strin
 
 
 def crash_report(dump: str) -> str:
-    """A faulthandler dump as a report leads with what matters: the thread that crashed
-    (faulthandler writes it last), then the others; the runner's own frames and the list
-    of extension modules dropped."""
+    """A faulthandler dump as a report leads with what matters: the fatal error and the
+    thread that crashed (faulthandler writes it last, and marks it "Current thread" only
+    when it is a Python thread), then the others; the runner's own frames and the list of
+    extension modules dropped."""
     head, _, _ = dump.partition("\nExtension modules:")
     blocks = head.strip().split("\n\n")
     first = [b for b in blocks if b.startswith(("Fatal Python error", "Current thread"))]
@@ -88,11 +92,10 @@ def crash_report(dump: str) -> str:
 
 def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: object) -> None:
     """Attach the crashed worker's stack dump to its test's failure report."""
-    gateway = getattr(getattr(report, "node", None), "gateway", None)
-    dump = crash_dump(getattr(gateway, "id", "")) if gateway is not None else ""
+    dump = crash_dump(report.node.gateway.id)  # xdist sets the crashed worker as .node
     if dump:
-        report.longrepr = (f"{report.longrepr}\nfaulthandler's dump of the worker "
-                           f"(crashing thread first):\n{crash_report(dump)[:6000]}")
+        report.longrepr = (f"{report.longrepr}\nfaulthandler's dump of the worker:\n"
+                           f"{crash_report(dump)[:6000]}")
 
 
 def heal(cluster: Cluster) -> None:
