@@ -66,8 +66,8 @@ def executed(artifacts: str) -> Path:
         problems = {c: why for c, why in problems.items() if why.startswith("missing")}
     assert not problems, (
         f"the book needs every chapter executed in {folder}: {problems}; run "
-        "`pytest tests/labs/test_chapters.py -k 'test_chapter_demonstrates_its_claim and not "
-        "containers and (" + " or ".join(problems) + ")'` first (make test does, before "
+        "`pytest tests/labs/test_chapters.py -k 'test_chapter_demonstrates_its_claim and ("
+        + " or ".join(problems) + ")'` first (make test does, before "
         "this test)")
     return folder
 
