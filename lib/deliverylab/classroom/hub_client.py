@@ -107,6 +107,16 @@ class Student:
     def notebook(self, path: str) -> dict[str, Any]:
         return self.api("GET", f"/contents/{path}?content=1")["content"]
 
+    def file_text(self, path: str) -> str | None:
+        """A text file of the server (contents API), or None if there is none."""
+        got = self.api("GET", f"/contents/{path}?content=1&type=file&format=text",
+                       ok=(200, 404))
+        return got["content"] if got and "content" in got else None
+
+    def delete(self, path: str) -> None:
+        """Delete a file of the server if it is there (a previous run's results)."""
+        self.api("DELETE", f"/contents/{path}", ok=(204, 404))
+
     def kernel(self, notebook_path: str) -> Kernel:
         """A kernel for ``notebook_path`` (its folder is the kernel's working folder, as
         when the student opens the notebook)."""

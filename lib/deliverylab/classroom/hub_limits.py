@@ -95,6 +95,23 @@ class Limits:
         except (OSError, ValueError):
             return None
 
+    def usage_bytes(self) -> int | None:
+        """What the student's cgroup holds now (page cache included)."""
+        path = self.root / "memory" / GROUP / self.name / "memory.usage_in_bytes"
+        try:
+            return int(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def reset_peak(self) -> None:
+        """Start a new peak from the current usage (cgroup v1: writing 0 resets
+        ``max_usage_in_bytes``): a peak per chapter rather than per server."""
+        path = self.root / "memory" / GROUP / self.name / "memory.max_usage_in_bytes"
+        try:
+            path.write_text("0")
+        except OSError as exc:
+            raise LabError(f"could not reset {path}: {exc}") from exc
+
     def remove(self, timeout: float = 10.0) -> None:
         """Remove the cgroups (empty once the student's processes are swept)."""
         deadline = time.monotonic() + timeout

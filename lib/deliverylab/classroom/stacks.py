@@ -133,7 +133,18 @@ def run_stack(chapter: str, values: int = 300) -> None:
 #: The graded reference solutions CI injects (tests/labs/test_chapters.py's GRADED).
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
 GRADED = {"02_at_least_once": "02_consume_loop", "04_transactions": "04_transaction_loop",
-          "06_side_effects": "06_idempotent_handler"}
+          "05_spark_pipeline": "05_foreach_batch", "06_side_effects": "06_idempotent_handler"}
+
+
+def reference_extra(chapter: str) -> dict[str, Any]:
+    """What the chapter test passes on top of the course's small parameters: local JVMs
+    and, for a graded chapter, the reference solution graded with one seed (a headless
+    run has no student to write the exercise)."""
+    extra: dict[str, Any] = {"backend": "local"}
+    if chapter in GRADED:
+        extra.update(solution=str(SOLUTIONS / GRADED[chapter] / "reference.py"),
+                     grade_seeds=1)
+    return extra
 
 
 def run_student(chapter: str, out: Path) -> int:
@@ -141,11 +152,7 @@ def run_student(chapter: str, out: Path) -> int:
     parameters, local JVMs, the graded reference); prints its verdict. 0 if it held."""
     from .course import run_chapter
 
-    extra: dict[str, Any] = {"backend": "local"}
-    if chapter in GRADED:
-        extra.update(solution=str(SOLUTIONS / GRADED[chapter] / "reference.py"),
-                     grade_seeds=1)
-    run = run_chapter(chapter, out, small=True, html=False, extra=extra)
+    run = run_chapter(chapter, out, small=True, html=False, extra=reference_extra(chapter))
     _say("verdict", passed=run.passed, error=run.error, wall=run.wall_seconds)
     return 0 if run.passed else 1
 
