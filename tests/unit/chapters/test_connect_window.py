@@ -57,3 +57,42 @@ def test_the_flushes_a_worker_logged_are_read_for_one_connector_only():
     assert W.commit_lines(log, "plain-window-1") == [("09:38:46,732", 0), ("09:38:50,790", 60)]
     assert W.commit_lines(log, "plain-window-12") == [("09:38:48,760", 7)]
     assert W.commit_lines("", "x") == []
+
+
+# ------------------------------------------------------------ with exactly-once support
+ENDS = [10, 20, 30, 40, 50]  # five lines of 10 bytes
+
+
+@pytest.mark.parametrize("position, aborted", [(30, 2), (None, 5), (0, 5), (50, 0), (10, 4)])
+def test_a_kill_inside_an_open_transaction_aborts_the_lines_past_the_committed_position(
+        position, aborted):
+    p = W.predict_open_kill(ENDS, position)
+    assert p.aborted == p.read_uncommitted_duplicates == aborted
+    assert p.read_committed_duplicates == 0
+    assert p.committed_while_down == 5 - aborted
+
+
+@pytest.mark.parametrize("ends, position, name", [
+    (ENDS, 25, "position"),  # not a line end: not this file's connector
+    (ENDS, 60, "position"),
+    ([10, 30, 20], 10, "ends"),  # not increasing
+    ([10, 10], 10, "ends"),
+])
+def test_a_prediction_from_a_position_that_is_no_line_end_is_refused(ends, position, name):
+    with pytest.raises(LabError, match=f"^{name}="):
+        W.predict_open_kill(ends, position)
+
+
+class _EosConnect:
+    exactly_once = True
+    workers = [object(), object()]
+
+
+@pytest.mark.parametrize("connect, kill_after, match", [
+    (_EosConnect(), 100, "kill_after"), (_EosConnect(), 0, "kill_after"),
+    (_Connect(), 50, "connect"),  # no exactly-once support
+])
+def test_a_kill_in_an_open_transaction_is_refused_outside_the_stream_or_without_eos(
+        connect, kill_after, match):
+    with pytest.raises(LabError, match=f"^{match}="):
+        W.kill_in_open_transaction(None, connect, 100, kill_after, 3000)
