@@ -96,3 +96,53 @@ def test_a_kill_in_an_open_transaction_is_refused_outside_the_stream_or_without_
         connect, kill_after, match):
     with pytest.raises(LabError, match=f"^{match}="):
         W.kill_in_open_transaction(None, connect, 100, kill_after, 3000)
+
+
+class _Runs:
+    """Just what the freeze loop asks of Runs: counts, the Nemesis, the cluster."""
+
+    cluster = None
+
+    def __init__(self):
+        self.ops = []
+        self.nemesis = self
+
+    def wait_count(self, topic, isolation, at_least, timeout):
+        return at_least
+
+    def apply(self, fault, **args):
+        self.ops.append(fault)
+
+
+class _Task:
+    def task_worker(self, name):
+        return 1
+
+
+def _bounds_seq(monkeypatch, held):
+    """W.bounds answers with these HW - LSO gaps, one per freeze."""
+    answers = iter(held)
+    monkeypatch.setattr(W, "bounds", lambda target, topic: [
+        {"partition": 0, "high_watermark": 100, "last_stable_offset": 100 - next(answers)}])
+
+
+def test_a_freeze_that_finds_no_open_transaction_thaws_appends_and_freezes_again(
+        monkeypatch, tmp_path):
+    _bounds_seq(monkeypatch, [0, 0, 7])
+    runs, source = _Runs(), W.SourceFile(tmp_path / "f.txt")
+    source.append(30)
+    got = W._freeze_inside(runs, _Task(), "c", "t", source, 3000, tries=5, chunk=10,
+                           pace_s=0, settle_s=0)
+    assert got == (3, 1, 7)  # third freeze, worker 1, 7 records held open
+    assert runs.ops == ["pause_worker", "resume_worker"] * 2 + ["pause_worker"]
+    assert len(source.ends) == 50  # 10 more lines after each freeze that found none
+
+
+def test_no_open_transaction_in_any_freeze_refuses_the_interval(monkeypatch, tmp_path):
+    _bounds_seq(monkeypatch, [0, 0, 0])
+    runs, source = _Runs(), W.SourceFile(tmp_path / "f.txt")
+    source.append(10)
+    with pytest.raises(LabError, match="^interval_ms=1000 is not accepted; expected a longer"):
+        W._freeze_inside(runs, _Task(), "c", "t", source, 1000, tries=3, chunk=10,
+                         pace_s=0, settle_s=0)
+    assert runs.ops.count("pause_worker") == runs.ops.count("resume_worker") == 3
