@@ -113,9 +113,19 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
                                           and 0 < o["window_predicted"] < o["window_kill_after"]
                                           and o["eos_kill_duplicates"] == 0
                                           and o["eos_kill_missing"] == 0
+                                          # the exactly-once kill: inside an open
+                                          # transaction, its aborted copies predicted from
+                                          # the committed position; with the defaults a
+                                          # commit landed before it
+                                          and o["open_aborted"] == o["open_predicted"]
+                                          == o["open_records"] == o["open_dups_uncommitted"]
+                                          and 0 < o["open_predicted"] < o["open_lines_at_kill"]
+                                          and o["open_position"] is not None
+                                          and o["open_committed_while_down"]
+                                          == o["open_lines_at_kill"] - o["open_predicted"]
                                           and o["open_committed_duplicates"] == 0
-                                          and o["open_aborted"] == o["lines"]
-                                          and o["open_markers"][0] == "ABORT"
+                                          and o["open_dups_committed"] == 0
+                                          and o["open_markers"].count("ABORT") == 1
                                           and o["zombie_duplicates"] >= 1
                                           and o["eos_zombie_fenced_lines"] >= 1
                                           and o["eos_zombie_duplicates"] == 0

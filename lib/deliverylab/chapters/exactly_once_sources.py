@@ -232,29 +232,6 @@ class Runs:
             result.notes.append(str(exc))
         return self._finish(connect, name, topic, source, result)
 
-    def open_transaction(self, connect: Connect, interval_ms: int = 15_000) -> SourceRun:
-        """Exactly-once with ``transaction.boundary=interval``: the lines wait in an open
-        transaction; the worker is killed inside it. The new task aborts it (its
-        ``initTransactions`` fences the dead one), reads the lines again and commits
-        them: read_uncommitted shows the aborted copies, read_committed each line once.
-        """
-        if not connect.exactly_once:
-            raise bad_value("connect", connect, "a Connect cluster with exactly_once=True")
-        name, topic, source = self._begin(connect, "eos-open", exactly_once="required",
-                                          boundary="interval", interval_ms=interval_ms)
-        result = SourceRun("eos-open-txn", name, topic)
-        source.append(self.lines)
-        self.wait_count(topic, "read_uncommitted", self.lines, 30)
-        result.observed.update(committed_before_kill=self.count(topic, "read_committed"),
-                               position_before=connect.committed_position(name))
-        owner = connect.task_worker(name)
-        self.nemesis.apply("kill_worker", connector=name)
-        result.observed["committed_while_down"] = self.count(topic, "read_committed")
-        taker = connect.wait_task(name, exclude=(owner,), timeout=90)
-        result.observed.update(owner=owner, taken_over_by=taker)
-        self.wait_count(topic, "read_committed", self.lines, interval_ms / 1000 + 60)
-        return self._finish(connect, name, topic, source, result, settle=0.5)
-
     def markers(self, topic: str) -> list[dict[str, Any]]:
         """The transaction markers of ``topic``/0 as the broker stored them (offset and
         COMMIT/ABORT), and how many data records precede each."""

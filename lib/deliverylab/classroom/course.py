@@ -62,8 +62,9 @@ SMALL: dict[str, dict[str, Any]] = {
     # Shapes, not numbers: the same repetitions (medians of 3), shorter phases; each
     # latency phase still two commits of the longest interval (1 s), as the chapter asks.
     "08_cost_of_guarantees": {"seconds": 1.2, "latency_seconds": 2.0, "ctp_values": 500},
-    # 200 lines (the default): the student's mid-stream kill comes after 150 of them.
-    "07_exactly_once_sources": {"lines": 200, "interval_ms": 10000},
+    # The defaults: the student's mid-stream kills come after 150 of 200 lines, the
+    # exactly-once one with a 3 s transaction interval (a commit lands before it).
+    "07_exactly_once_sources": {"lines": 200, "interval_ms": 3000},
     # Each reproduction once (tests/integration/chapters/test_kafka_bugs.py runs each 5
     # times), Java once.
     "09_kafka_bugs": {"runs": 1, "java_runs": 1, "matrix_seeds": 1},

@@ -204,7 +204,7 @@ SPECS: dict[str, dict[str, Spec]] = {
     "07_exactly_once_sources": {
         "backend": BACKEND, "brokers": Spec("int", 3, 5), "seed": _COMMON["seed"],
         "results_path": _COMMON["results_path"], "lines": Spec("int", 10, 100_000),
-        "interval_ms": Spec("int", 5000, 60_000),
+        "interval_ms": Spec("int", 1000, 60_000),
         "flush_ms": Spec("int", 500, 600_000), "kill_after_lines": Spec("int", 10, 99_999),
         "actions": Spec("names", choices=("Append 50 lines", "kill_worker", "stop_worker",
                                           "pause_worker", "resume_worker", "restart_worker",

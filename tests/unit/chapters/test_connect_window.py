@@ -57,3 +57,92 @@ def test_the_flushes_a_worker_logged_are_read_for_one_connector_only():
     assert W.commit_lines(log, "plain-window-1") == [("09:38:46,732", 0), ("09:38:50,790", 60)]
     assert W.commit_lines(log, "plain-window-12") == [("09:38:48,760", 7)]
     assert W.commit_lines("", "x") == []
+
+
+# ------------------------------------------------------------ with exactly-once support
+ENDS = [10, 20, 30, 40, 50]  # five lines of 10 bytes
+
+
+@pytest.mark.parametrize("position, aborted", [(30, 2), (None, 5), (0, 5), (50, 0), (10, 4)])
+def test_a_kill_inside_an_open_transaction_aborts_the_lines_past_the_committed_position(
+        position, aborted):
+    p = W.predict_open_kill(ENDS, position)
+    assert p.aborted == p.read_uncommitted_duplicates == aborted
+    assert p.read_committed_duplicates == 0
+    assert p.committed_while_down == 5 - aborted
+
+
+@pytest.mark.parametrize("ends, position, name", [
+    (ENDS, 25, "position"),  # not a line end: not this file's connector
+    (ENDS, 60, "position"),
+    ([10, 30, 20], 10, "ends"),  # not increasing
+    ([10, 10], 10, "ends"),
+])
+def test_a_prediction_from_a_position_that_is_no_line_end_is_refused(ends, position, name):
+    with pytest.raises(LabError, match=f"^{name}="):
+        W.predict_open_kill(ends, position)
+
+
+class _EosConnect:
+    exactly_once = True
+    workers = [object(), object()]
+
+
+@pytest.mark.parametrize("connect, kill_after, match", [
+    (_EosConnect(), 100, "kill_after"), (_EosConnect(), 0, "kill_after"),
+    (_Connect(), 50, "connect"),  # no exactly-once support
+])
+def test_a_kill_in_an_open_transaction_is_refused_outside_the_stream_or_without_eos(
+        connect, kill_after, match):
+    with pytest.raises(LabError, match=f"^{match}="):
+        W.kill_in_open_transaction(None, connect, 100, kill_after, 3000)
+
+
+class _Runs:
+    """Just what the freeze loop asks of Runs: counts, the Nemesis, the cluster."""
+
+    cluster = None
+
+    def __init__(self):
+        self.ops = []
+        self.nemesis = self
+
+    def wait_count(self, topic, isolation, at_least, timeout):
+        return at_least
+
+    def apply(self, fault, **args):
+        self.ops.append(fault)
+
+
+class _Task:
+    def task_worker(self, name):
+        return 1
+
+
+def _bounds_seq(monkeypatch, held):
+    """W.bounds answers with these HW - LSO gaps, one per freeze."""
+    answers = iter(held)
+    monkeypatch.setattr(W, "bounds", lambda target, topic: [
+        {"partition": 0, "high_watermark": 100, "last_stable_offset": 100 - next(answers)}])
+
+
+def test_a_freeze_that_finds_no_open_transaction_thaws_appends_and_freezes_again(
+        monkeypatch, tmp_path):
+    _bounds_seq(monkeypatch, [0, 0, 7])
+    runs, source = _Runs(), W.SourceFile(tmp_path / "f.txt")
+    source.append(30)
+    got = W._freeze_inside(runs, _Task(), "c", "t", source, 3000, tries=5, chunk=10,
+                           pace_s=0, settle_s=0)
+    assert got == (3, 1, 7)  # third freeze, worker 1, 7 records held open
+    assert runs.ops == ["pause_worker", "resume_worker"] * 2 + ["pause_worker"]
+    assert len(source.ends) == 50  # 10 more lines after each freeze that found none
+
+
+def test_no_open_transaction_in_any_freeze_refuses_the_interval(monkeypatch, tmp_path):
+    _bounds_seq(monkeypatch, [0, 0, 0])
+    runs, source = _Runs(), W.SourceFile(tmp_path / "f.txt")
+    source.append(10)
+    with pytest.raises(LabError, match="^interval_ms=1000 is not accepted; expected a longer"):
+        W._freeze_inside(runs, _Task(), "c", "t", source, 1000, tries=3, chunk=10,
+                         pace_s=0, settle_s=0)
+    assert runs.ops.count("pause_worker") == runs.ops.count("resume_worker") == 3
