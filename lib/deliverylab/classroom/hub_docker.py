@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import socket
+import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -152,8 +153,14 @@ def remove_class(settings: HubSettings) -> list[str]:
     if not dk.engine_answers():
         return []
     left = containers(settings)
-    if left:
-        _docker("rm", "-f", "-v", *left, timeout=120)
+    if left:  # one the engine is removing already makes `rm` fail: it is waited for below
+        _docker("rm", "-f", "-v", *left, timeout=120, check=False)
+    deadline = time.monotonic() + 60
+    while still := containers(settings):
+        if time.monotonic() > deadline:
+            raise LabError(f"the class's containers {still} are still there 60 s after "
+                           "`docker rm -f`")
+        time.sleep(0.5)
     nets = networks(settings)
     for net in nets:
         _docker("network", "rm", net)

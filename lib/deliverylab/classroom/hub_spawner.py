@@ -168,13 +168,17 @@ def configure_docker(c: Any, s: HubSettings, settings_path: str) -> None:
     c.DockerSpawner.network_name = s.network
     c.DockerSpawner.use_internal_ip = True  # the proxy reaches <container ip>:8888
     c.DockerSpawner.remove = True
+    # Removed by the spawner's stop, not by the engine once the container exits (what
+    # `remove` asks by default): when stop returns, the container is gone.
+    host_config: dict[str, Any] = {"auto_remove": False}
     c.DockerSpawner.extra_create_kwargs = {"labels": {hub_docker.LABEL: s.prefix}}
     if s.mem_limit_gb is not None:
         mem = int(s.mem_limit_gb * 2**30)
         c.DockerSpawner.mem_limit = mem
-        c.DockerSpawner.extra_host_config = {"memswap_limit": mem}  # no swap beyond it
+        host_config["memswap_limit"] = mem  # no swap beyond it
     if s.cpu_limit is not None:
         c.DockerSpawner.cpu_limit = s.cpu_limit
+    c.DockerSpawner.extra_host_config = host_config
     c.DockerSpawner.environment = {
         "DELIVERYLAB_PROFILE": s.profile,
         "JUPYTERHUB_ACTIVITY_INTERVAL": str(s.activity_interval),

@@ -29,8 +29,10 @@ from deliverylab.classroom import course, hub_docker
 from deliverylab.classroom.hub_client import Kernel, Student
 from deliverylab.cluster.ready import wait_until
 
+# 2400 s: the first test of a session to ask for the lab image builds it (a cold CI run:
+# the Debian base and the image, ~9 min); the test itself takes a few minutes.
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
-              pytest.mark.timeout(900)]
+              pytest.mark.timeout(2400)]
 
 MEM_LIMIT_GB = 3.0  # one student peaks near 1.25 GiB in chapter 00 (test_hub.py)
 CPU_LIMIT = 1.5

@@ -89,7 +89,8 @@ def test_the_docker_config_limits_each_container_and_mounts_no_engine_socket(tmp
     d = c.DockerSpawner
     assert d.image == "lab:test" and d.pull_policy == "never"
     assert d.network_name == "dlt1-classroom" and d.use_internal_ip and d.remove
-    assert d.mem_limit == 3 * 2**30 and d.extra_host_config == {"memswap_limit": 3 * 2**30}
+    assert d.mem_limit == 3 * 2**30 and d.extra_host_config == {"memswap_limit": 3 * 2**30,
+                                                            "auto_remove": False}
     assert d.cpu_limit == 1.5
     assert d.cmd == ["jupyterhub-singleuser"]
     assert d.extra_create_kwargs == {"labels": {hub_docker.LABEL: "dlt1-"}}
