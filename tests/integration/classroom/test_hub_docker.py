@@ -114,6 +114,10 @@ def test_two_students_in_containers(start_hub, lab_image: str):
         assert "docker.sock" not in json.dumps(got), f"{name}'s container has the socket"
     ip = {n: got["NetworkSettings"]["Networks"][s.network]["IPAddress"]
           for n, got in info.items()}
+    [net] = json.loads(subprocess.run(["docker", "network", "inspect", s.network],
+                                      capture_output=True, text=True, timeout=30).stdout)
+    assert net["Internal"] is True, "the class network has a route out"
+    assert net["Options"].get("com.docker.network.bridge.enable_icc") == "false"
 
     # --- chapter 00, headless, in a kernel of each student's server ------------------
     kernels: dict[str, Kernel] = dict(zip(students, parallel(
