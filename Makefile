@@ -115,6 +115,9 @@ bundle: setup
 # class list file STUDENTS=file with `name:password` lines), the idle culler after
 # CULL_TIMEOUT s, MEM_LIMIT_GB/CPU_LIMIT per student (a cgroup each). README: "Running a
 # workshop". Ctrl-C stops the hub, every server and every student process.
+# SPAWNER=docker: a container of the lab image per student instead (the engine started
+# and the image built first: docker/engine.sh, docker/lab-image.sh; limits by Docker).
+SPAWNER ?= local
 STUDENTS ?= $(error give STUDENTS=alice,bob,... or STUDENTS=classlist.txt)
 CULL_TIMEOUT ?= 3600
 HUB_PORT ?= 8000
@@ -126,8 +129,9 @@ CPU_LIMIT ?=
 export CLASSROOM_PASSWORD
 classroom: setup $(CHP)
 	$(BIN)/python -m pip install --quiet -e '.[classroom]'
+	$(if $(filter docker,$(SPAWNER)),bash docker/engine.sh && PYTHON=$(BIN)/python bash docker/lab-image.sh)
 	$(BIN)/python -m deliverylab.classroom.hub start --students $(STUDENTS) \
-	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT) \
+	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT) --spawner $(SPAWNER) \
 	    $(if $(MEM_LIMIT_GB),--mem-limit-gb $(MEM_LIMIT_GB)) $(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT))
 
 clean:

@@ -3,7 +3,9 @@
 # owns the mounted Docker engine socket, so that chapters can start their brokers as
 # sibling containers. The socket's group id differs between machines (docker on Debian,
 # 0 on Docker Desktop), hence at start rather than at build. No socket: no extra group,
-# and the chapters run their brokers as local processes (backend "auto").
+# and the chapters run their brokers as local processes (backend "auto"). That is how
+# `make classroom SPAWNER=docker` runs it: the command is jupyterhub-singleuser, its
+# JUPYTERHUB_* settings in the environment (kept by setpriv).
 #
 # As the container's first process it also stays until the chapters' clusters are gone:
 # when PID 1 exits the kernel kills every process of the container at once, and the

@@ -85,7 +85,7 @@ if [ "$OFFLINE" = 1 ]; then
              manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 linux; do
         tags+=(--platform "${t}_$m")
     done
-    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from deliverylab.classroom.bundle import requirements, TOOLING; print("\n".join(requirements(extras=()) + TOOLING))' \
+    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from deliverylab.classroom.bundle import requirements, TOOLING; print("\n".join(requirements(extras=("singleuser",)) + TOOLING))' \
         "$ROOT/lib" >"$ctx/requirements.txt"
     "$PY" -m pip download --quiet --only-binary=:all: "${tags[@]}" --python-version "$pyv" \
         --implementation cp --find-links "$ctx/docker/lab-bundle/wheels" \

@@ -41,7 +41,8 @@ WORKDIR /home/lab/course
 ENV VIRTUAL_ENV=/home/lab/venv PATH=/home/lab/venv/bin:$PATH HOME=/home/lab \
     DELIVERYLAB_CACHE=/home/lab/.cache/deliverylab PYTHONUNBUFFERED=1
 
-# The install, in a stage of its own: the offline bundle (wheels and jars, ~750 MB) is
+# The install (with the `singleuser` extra: jupyterhub-singleuser, which a hub's
+# DockerSpawner runs in this image, `make classroom SPAWNER=docker`), in a stage of its own: the offline bundle (wheels and jars, ~750 MB) is
 # copied into this stage only, and the final image takes just what the install made
 # (a layer deleted later would still be shipped). No RUN --mount: the classic builder,
 # which docker/lab-image.sh uses for engines without buildx, has none.
@@ -55,9 +56,9 @@ RUN if [ -z "$PIP_INDEX_URL" ]; then unset PIP_INDEX_URL; fi \
  && python3 -m venv "$VIRTUAL_ENV" \
  && if [ -f /tmp/bundle/manifest.json ]; then \
       export PIP_NO_INDEX=1 PIP_FIND_LINKS=/tmp/bundle/wheels \
-      && pip install --no-cache-dir -e . \
+      && pip install --no-cache-dir -e '.[singleuser]' \
       && python -m deliverylab.classroom.bundle install /tmp/bundle; \
-    else pip install --no-cache-dir -e .; fi \
+    else pip install --no-cache-dir -e '.[singleuser]'; fi \
  && python -m deliverylab.classroom.install
 
 # What the install made, all under /home/lab: the venv (same path: its scripts name

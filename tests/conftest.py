@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -183,6 +184,18 @@ def broker_image(engine: str) -> Iterator[str]:
         os.environ.pop(dk.IMAGE_ENV, None)
     else:
         os.environ[dk.IMAGE_ENV] = old
+
+
+@pytest.fixture(scope="session")
+def lab_image(engine: str) -> str:
+    """The JupyterLab image, built (or found up to date) by ``docker/lab-image.sh``: the
+    compose tests and the hub's Docker test share one build per session."""
+    t0 = time.monotonic()
+    proc = _script("lab-image.sh", timeout=2400)
+    assert proc.returncode == 0, f"building the lab image failed: {proc.stderr[-2000:]}"
+    image = _last_line(proc.stdout)
+    print(f"lab image {image}: {time.monotonic() - t0:.0f} s ({proc.stderr.strip()})")
+    return image
 
 
 # --- the classroom's JupyterHub (issue 31): tests/integration/classroom, tests/browser ---

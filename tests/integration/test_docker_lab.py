@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -32,18 +31,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark,
               pytest.mark.timeout(2400), pytest.mark.solo]
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = ROOT / "docker"
-
-
-@pytest.fixture(scope="session")
-def lab_image(broker_image: str) -> str:
-    """The JupyterLab image, built (or found up to date) by ``docker/lab-image.sh``."""
-    t0 = time.monotonic()
-    proc = subprocess.run(["bash", str(DOCKER_DIR / "lab-image.sh")], capture_output=True,
-                          text=True, timeout=2400, env={**os.environ, "PYTHON": sys.executable})
-    assert proc.returncode == 0, f"building the lab image failed: {proc.stderr[-2000:]}"
-    image = proc.stdout.strip().splitlines()[-1]
-    print(f"lab image {image}: {time.monotonic() - t0:.0f} s ({proc.stderr.strip()})")
-    return image
 
 
 def _compose() -> list[str]:

@@ -12,6 +12,10 @@ can signal another's processes, and stopping a server can kill *every* process o
 uid -- brokers, reapers, JVMs, whatever a student started -- which is the promise "a
 server stopped or culled leaves none of its processes" (:func:`sweep`).
 
+With ``--spawner docker`` (:mod:`.hub_docker`) each student's server is a container of
+the lab image instead, on a network of the class; no Unix users, no cgroups of ours,
+the jars inside the image; the same homes hold each student's ``labs/``.
+
 What students share, read only: the venv, the library and the jars cache
 (``DELIVERYLAB_CACHE``, a root-owned copy of the lab's cache with the class-data archives
 recorded at its own path: a JVM maps an archive only on the classpath it was recorded
@@ -57,6 +61,10 @@ CLASS_CACHE = Path(os.environ.get("CLASS_CACHE", "/var/cache/deliverylab-class")
 #: only users that carry it.
 GECOS = "deliverylab classroom student"
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+#: How each student's server runs: as their own Unix user on this host (``local``), or
+#: in a container of the lab image (``docker``, :mod:`.hub_docker`).
+SPAWNERS = ("local", "docker")
+LAB_IMAGE = os.environ.get("DELIVERYLAB_LAB_IMAGE", "deliverylab/lab:latest")
 
 
 @dataclass
@@ -90,8 +98,17 @@ class HubSettings:
     #: runtime/profile.py): 'light' caps the JVMs, measured in `make classroom-plan`.
     profile: str = "light"
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: ``local`` unless asked (see :data:`SPAWNERS`): the two differ in where students'
+    #: data lives, what isolates them and what must be built first, so an engine that
+    #: happens to answer does not switch a class from one to the other.
+    spawner: str = "local"
+    image: str = LAB_IMAGE  # docker: the lab image (docker/lab-image.sh)
+    #: Where the hub listens; docker: the class network's gateway (set at start).
+    hub_ip: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
+        if self.spawner not in SPAWNERS:
+            raise bad_value("spawner", self.spawner, "one of " + ", ".join(SPAWNERS))
         if self.profile not in PROFILES:
             raise bad_value("profile", self.profile, "one of " + ", ".join(PROFILES))
         if not self.students:
@@ -116,6 +133,11 @@ class HubSettings:
 
     def home(self, student: str) -> Path:
         return Path(self.homes) / self.unix_name(student)
+
+    @property
+    def network(self) -> str:
+        """docker: the class's bridge network."""
+        return f"{self.prefix}classroom"
 
     def homes_glob(self) -> str:
         """The instructor's view reads ``<this>/labs/results/*.json``."""
@@ -361,6 +383,8 @@ class Hub:
         self.ephemeral = ephemeral  # a test's or bench's class: users removed even then
         self.proc: subprocess.Popen | None = None
         self.children = None
+        #: What :func:`stop_everything` still found after the hub's own shutdown.
+        self.swept: list[str] = []
 
     def start(self, timeout: float = 60.0) -> Hub:
         from ..process.children import Children
@@ -369,11 +393,18 @@ class Hub:
         if not Path(s.chp).exists():
             raise LabError(f"configurable-http-proxy not found at {s.chp}: run `make "
                            "classroom` (it installs it with npm into build/chp)")
-        prepare_runtime(s)
+        if s.spawner == "docker":
+            from . import hub_docker
+
+            hub_docker.prepare(s)  # the class network first: its gateway is the hub's ip
+            for student in s.students:
+                hub_docker.ensure_home(s, student)
+        else:
+            prepare_runtime(s)
+            for student in s.students:
+                ensure_student(s, student)
         path = s.save()
         state = Path(s.state)
-        for student in s.students:
-            ensure_student(s, student)
         self.children = Children()
         self.children.run_at_death([sys.executable, "-m", "deliverylab.classroom.hub",
                                     "sweep", "--state", str(state),
@@ -408,7 +439,7 @@ class Hub:
         if self.proc is not None and self.children is not None:
             self._stop_culler()
             self.children.stop(self.proc, timeout=60, sig=signal.SIGTERM)
-        stop_everything(self.settings, remove_users=remove_users)
+        self.swept = stop_everything(self.settings, remove_users=remove_users)
         if self.children is not None:
             self.children.close()
             self.children = None
@@ -436,15 +467,24 @@ class Hub:
         self.stop()
 
 
-def stop_everything(settings: HubSettings, remove_users: bool = False) -> None:
+def stop_everything(settings: HubSettings, remove_users: bool = False) -> list[str]:
     """What must not outlive a hub: the proxy (JupyterHub starts it in its own session)
-    and every student's processes; with ``remove_users`` the users themselves."""
+    and every student's processes (docker: the class's containers and network); with
+    ``remove_users`` the users themselves (docker: the students' folders). Returns the
+    containers and networks it had to remove (docker), for the caller to report."""
     pid_file = Path(settings.state) / "jupyterhub-proxy.pid"
     try:
         os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
     except (OSError, ValueError):
         pass
     pid_file.unlink(missing_ok=True)
+    if settings.spawner == "docker":
+        from . import hub_docker
+
+        removed = hub_docker.remove_class(settings)
+        if remove_users:
+            hub_docker.remove_homes(settings)
+        return removed
     from .hub_limits import remove_all
 
     if remove_users:
@@ -456,6 +496,7 @@ def stop_everything(settings: HubSettings, remove_users: bool = False) -> None:
         except KeyError:
             pass
         remove_all(settings.unix_name(student))
+    return []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -476,6 +517,10 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--cpu-limit", type=float, help="CPU cap per student (cores)")
     start.add_argument("--profile", default="light",
                        help="the student profile every server runs with (light, default)")
+    start.add_argument("--spawner", default="local",
+                       help="local (a Unix user per student, default) or docker (a "
+                       "container of the lab image per student)")
+    start.add_argument("--image", default=LAB_IMAGE, help="docker: the lab image")
     start.add_argument("--state", default=str(ROOT / "build" / "classroom"))
     start.add_argument("--remove-users", action="store_true",
                        help="delete the students' Unix users and homes when stopping")
@@ -496,16 +541,20 @@ def main(argv: list[str] | None = None) -> int:
                                password=args.password, port=args.port, state=args.state,
                                cull_timeout=args.cull_timeout,
                                mem_limit_gb=args.mem_limit_gb, cpu_limit=args.cpu_limit,
-                               profile=args.profile,
+                               profile=args.profile, spawner=args.spawner,
+                               image=args.image,
                                cull_every=max(10, min(300, args.cull_timeout // 4)))
         install_proxy(Path(settings.chp))
-        prepare_cache(Path(settings.cache))
+        if settings.spawner == "local":  # docker: the jars are in the image
+            prepare_cache(Path(settings.cache))
         hub = Hub(settings).start()
     except LabError as exc:
         print(f"classroom: {exc}", file=sys.stderr)
         return 2
+    how = (f"a container of {settings.image} each" if settings.spawner == "docker"
+           else "a Unix user each")
     print(f"JupyterHub: {settings.url} -- students {', '.join(settings.students)} log in "
-          f"with the shared password; homes {settings.homes_glob()}; Ctrl-C stops it",
+          f"with the shared password ({how}); homes {settings.homes_glob()}; Ctrl-C stops it",
           flush=True)
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt

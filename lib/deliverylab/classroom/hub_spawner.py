@@ -1,5 +1,6 @@
 """The hub's side of ``make classroom``: its configuration, the workshop authenticator and
-the spawner that runs each student's server as that student's Unix user.
+the spawners: each student's server as that student's Unix user (``local``), or in a
+container of the lab image (``docker``; the engine's side is :mod:`.hub_docker`).
 
 Loaded by JupyterHub itself (``jupyterhub -f <state>/jupyterhub_config.py``, written by
 :class:`.hub.HubSettings`), so this module is the only one that imports ``jupyterhub``
@@ -15,10 +16,12 @@ from pathlib import Path
 from secrets import compare_digest
 from typing import Any
 
+from dockerspawner import DockerSpawner
 from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
-from traitlets import Dict, Unicode
+from traitlets import Dict, Unicode, default
 
+from . import hub_docker
 from .hub import HubSettings, ensure_student, sweep
 from .hub_limits import Limits
 
@@ -121,13 +124,75 @@ class StudentSpawner(LocalProcessSpawner):
         self.log.info("Swept every process of %s (uid %d)", self.user.name, uid)
 
 
+class ClassDockerSpawner(DockerSpawner):
+    """DockerSpawner for the class: the container is named ``<prefix><name>`` and
+    labelled with the class (:func:`.hub_docker.remove_class` finds it), mounts the
+    student's ``<home>/labs`` and nothing else (no engine socket), and is removed when
+    the server stops (``remove``), which ends every process the student started."""
+
+    settings_path = Unicode(config=True, help="the classroom's settings.json")
+
+    @property
+    def classroom(self) -> HubSettings:
+        if not hasattr(self, "_classroom"):
+            self._classroom = HubSettings.load(self.settings_path)
+        return self._classroom
+
+    @default("object_name")
+    def _object_name_default(self) -> str:
+        return self.classroom.unix_name(self.user.name)  # validated: a valid docker name
+
+    async def start(self) -> Any:
+        s = self.classroom
+        home = await asyncio.to_thread(hub_docker.ensure_home, s, self.user.name)
+        self.volumes = {str(home / "labs"): {"bind": hub_docker.COURSE_IN_IMAGE,
+                                              "mode": "rw"}}
+        return await super().start()
+
+    async def stop(self, now: bool = False) -> None:
+        if self.object_id:
+            peak = hub_docker.peak_memory(self.object_id)
+            self.log.info("%s's peak memory in its container: %s MiB", self.user.name,
+                          None if peak is None else peak // 2**20)
+        await super().stop(now=now)
+
+
+def configure_docker(c: Any, s: HubSettings, settings_path: str) -> None:
+    """A container per student on the class network; see :mod:`.hub_docker`."""
+    c.JupyterHub.hub_connect_ip = s.hub_ip  # the network's gateway (the hub listens there)
+    c.JupyterHub.spawner_class = ClassDockerSpawner
+    c.ClassDockerSpawner.settings_path = str(settings_path)
+    c.DockerSpawner.image = s.image
+    c.DockerSpawner.pull_policy = "never"  # built here (docker/lab-image.sh), never pulled
+    c.DockerSpawner.cmd = ["jupyterhub-singleuser"]  # through the image's lab-entry.sh
+    c.DockerSpawner.network_name = s.network
+    c.DockerSpawner.use_internal_ip = True  # the proxy reaches <container ip>:8888
+    c.DockerSpawner.remove = True
+    # Removed by the spawner's stop, not by the engine once the container exits (what
+    # `remove` asks by default): when stop returns, the container is gone.
+    host_config: dict[str, Any] = {"auto_remove": False}
+    c.DockerSpawner.extra_create_kwargs = {"labels": {hub_docker.LABEL: s.prefix}}
+    if s.mem_limit_gb is not None:
+        mem = int(s.mem_limit_gb * 2**30)
+        c.DockerSpawner.mem_limit = mem
+        host_config["memswap_limit"] = mem  # no swap beyond it
+    if s.cpu_limit is not None:
+        c.DockerSpawner.cpu_limit = s.cpu_limit
+    c.DockerSpawner.extra_host_config = host_config
+    c.DockerSpawner.environment = {
+        "DELIVERYLAB_PROFILE": s.profile,
+        "JUPYTERHUB_ACTIVITY_INTERVAL": str(s.activity_interval),
+        **s.extra_env,
+    }
+
+
 def configure(c: Any, settings_path: str) -> None:
     """Fill JupyterHub's config ``c`` from the classroom's settings."""
     s = HubSettings.load(settings_path)
     state = Path(s.state)
     c.JupyterHub.ip = "127.0.0.1"
     c.JupyterHub.port = s.port
-    c.JupyterHub.hub_ip = "127.0.0.1"
+    c.JupyterHub.hub_ip = s.hub_ip  # docker: the class network's gateway, not 127.0.0.1
     c.JupyterHub.hub_port = s.hub_port
     c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
     c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
@@ -142,8 +207,11 @@ def configure(c: Any, settings_path: str) -> None:
     c.WorkshopAuthenticator.student_passwords = dict(s.passwords)
     c.Authenticator.allowed_users = set(s.students)
 
-    c.JupyterHub.spawner_class = StudentSpawner
-    c.StudentSpawner.settings_path = str(settings_path)
+    if s.spawner == "docker":
+        configure_docker(c, s, settings_path)
+    else:
+        c.JupyterHub.spawner_class = StudentSpawner
+        c.StudentSpawner.settings_path = str(settings_path)
     c.Spawner.default_url = "/lab/tree/labs"
     c.Spawner.start_timeout = 120
     c.Spawner.http_timeout = 120

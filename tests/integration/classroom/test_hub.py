@@ -13,19 +13,23 @@ Alone (``solo``): three clusters of three brokers and three Spark drivers on two
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
+from tests.integration.classroom.hub_helpers import (
+    CHAPTER,
+    NOTEBOOK,
+    RESULTS,
+    claim_held,
+    parallel,
+)
 
 from deliverylab.classroom import course
 from deliverylab.classroom.hub import processes_of
@@ -36,9 +40,6 @@ from deliverylab.errors import LabError
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
               pytest.mark.timeout(900)]
 
-CHAPTER = "00_tour"
-NOTEBOOK = f"labs/{CHAPTER}.ipynb"
-RESULTS = f"labs/results/{CHAPTER}.json"
 CULL_TIMEOUT = 60  # seconds idle; every busy kernel below reports activity every 10 s
 MEM_LIMIT_GB = 3.0  # each student's cgroup (one student peaks near 1.5 GB RSS)
 
@@ -61,18 +62,6 @@ def _probe(home, pid):
              'signal': _try(lambda: os.kill(pid, 0)),
              'environ': _try(lambda: open(f'/proc/{{pid}}/environ').read())}}
 """
-
-
-def parallel(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-    """``fn`` on every item at once; every failure is reported, not only the first."""
-    items = list(items)
-    with ThreadPoolExecutor(len(items)) as pool:
-        futures = [pool.submit(fn, item) for item in items]
-    errors = [f.exception() for f in futures if f.exception() is not None]
-    if errors:
-        raise LabError(f"{len(errors)} of {len(items)} failed: "
-                       + "\n---\n".join(map(str, errors)))
-    return [f.result() for f in futures]
 
 
 def wait_for(what: str, predicate: Callable[[], bool], timeout: float) -> None:
@@ -138,14 +127,7 @@ def test_three_students_at_once(start_hub, class_cache: Path):
           {n: p and p // 2**20 for n, p in peaks.items()})
 
     for name, st in students.items():
-        text = st.api("GET", f"/contents/{RESULTS}?content=1&type=file&format=text")
-        results = json.loads(text["content"])
-        observed = results["observed"]
-        assert results["pass"] is True, f"{name}: {results['checks']}"
-        assert observed["backend"] == "local" and observed["lost"] == 0, (name, observed)
-        assert observed["killed_leaders"], f"{name}: no leader was killed: {observed}"
-        # the instructor's view reads the same file from the home folder
-        assert json.loads((Path(s.home(name)) / RESULTS).read_text()) == results
+        claim_held(name, st, Path(s.home(name)))
 
     # --- isolation: files, processes, brokers ------------------------------------------
     parallel(lambda k: k.execute(

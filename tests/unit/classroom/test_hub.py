@@ -67,6 +67,64 @@ def test_the_config_binds_localhost_with_the_culler_and_the_class_list(tmp_path:
     assert role["services"] == ["idle-culler"] and "delete:servers" in role["scopes"]
 
 
+def test_a_bad_spawner_is_refused_in_one_line(tmp_path: Path):
+    with pytest.raises(LabError, match="spawner.*'kubernetes'.*local, docker"):
+        settings(tmp_path, spawner="kubernetes")
+    assert settings(tmp_path).spawner == "local"  # never switched by an engine answering
+    assert settings(tmp_path, prefix="dlt1-").network == "dlt1-classroom"
+
+
+def test_the_docker_config_limits_each_container_and_mounts_no_engine_socket(tmp_path: Path):
+    from traitlets.config import Config
+
+    from deliverylab.classroom import hub_docker, hub_spawner
+
+    s = settings(tmp_path, spawner="docker", image="lab:test", hub_ip="172.30.0.1",
+                 mem_limit_gb=3.0, cpu_limit=1.5, prefix="dlt1-")
+    c = Config()
+    hub_spawner.configure(c, str(s.save()))
+    assert c.JupyterHub.spawner_class is hub_spawner.ClassDockerSpawner
+    assert c.JupyterHub.ip == "127.0.0.1"  # the public port; the hub on the bridge only
+    assert c.JupyterHub.hub_ip == c.JupyterHub.hub_connect_ip == "172.30.0.1"
+    d = c.DockerSpawner
+    assert d.image == "lab:test" and d.pull_policy == "never"
+    assert d.network_name == "dlt1-classroom" and d.use_internal_ip and d.remove
+    assert d.mem_limit == 3 * 2**30 and d.extra_host_config == {"memswap_limit": 3 * 2**30,
+                                                            "auto_remove": False}
+    assert d.cpu_limit == 1.5
+    assert d.cmd == ["jupyterhub-singleuser"]
+    assert d.extra_create_kwargs == {"labels": {hub_docker.LABEL: "dlt1-"}}
+    assert "volumes" not in d  # each spawner mounts its student's labs/ only
+    assert d.environment["DELIVERYLAB_PROFILE"] == "light"
+    assert not any("docker.sock" in repr(v) for v in d.values())
+
+
+def test_a_docker_student_s_folder_is_the_image_user_s_and_removed_only_if_ours(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from deliverylab.classroom import hub_docker
+
+    owners = []
+    monkeypatch.setattr(hub_docker.os, "chown", lambda p, u, g, **kw: owners.append((u, g)))
+    labs = tmp_path / "labs"
+    (labs / "results").mkdir(parents=True)
+    (labs / "00_tour.ipynb").write_text("{}")
+    s = settings(tmp_path, spawner="docker", homes=str(tmp_path / "homes"), labs=str(labs))
+    home = hub_docker.ensure_home(s, "ann")
+    assert home == tmp_path / "homes" / "dlab-ann"
+    assert (home / "labs" / "00_tour.ipynb").exists() and not (home / "labs" / "results").exists()
+    assert oct(home.stat().st_mode & 0o777) == "0o700"
+    assert set(owners) == {(hub_docker.LAB_UID, hub_docker.LAB_UID)}
+    (home / "labs" / "mine.txt").write_text("work")
+    hub_docker.ensure_home(s, "ann")  # a second spawn keeps the student's work
+    assert (home / "labs" / "mine.txt").read_text() == "work"
+    foreign = s.home("ben")
+    foreign.mkdir()
+    with pytest.raises(LabError, match="not made by the classroom"):
+        hub_docker.ensure_home(s, "ben")
+    assert hub_docker.remove_homes(s) == [str(home)]
+    assert not home.exists() and foreign.exists()
+
+
 def test_a_student_with_their_own_password_needs_it(tmp_path: Path):
     from traitlets.config import Config
 

@@ -1,0 +1,182 @@
+"""Two students at once on a real JupyterHub with DockerSpawner (``make classroom
+SPAWNER=docker``): a container of the lab image each, on a real engine.
+
+As in ``test_hub.py``, every step goes through the hub's port as a browser's would: log
+in, start the server, run chapter 00's cells in a kernel of that server; each claim
+holds (brokers on local JVMs inside the student's container: it has no engine socket).
+Then what containers add: the engine enforces each container's memory and CPU limit;
+a student's kernel sees no process of the other (own PID namespace), none of their
+files (own mounts), cannot reach their server or brokers (own network namespace, no
+traffic between the class's containers); stopping a server through the hub removes its
+container and every process in it; the hub's shutdown leaves no container or network.
+
+Alone (``solo``): two JupyterLab servers, two clusters and two Spark drivers on two
+cores, and the test looks at every container of its class on the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+
+import psutil
+import pytest
+from tests.integration.classroom.hub_helpers import CHAPTER, NOTEBOOK, claim_held, parallel
+
+from deliverylab.classroom import course, hub_docker
+from deliverylab.classroom.hub_client import Kernel, Student
+from deliverylab.cluster.ready import wait_until
+
+# 2400 s: the first test of a session to ask for the lab image builds it (a cold CI run:
+# the Debian base and the image, ~9 min); the test itself takes a few minutes.
+pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
+              pytest.mark.timeout(2400)]
+
+MEM_LIMIT_GB = 3.0  # one student peaks near 1.25 GiB in chapter 00 (test_hub.py)
+CPU_LIMIT = 1.5
+
+#: Run in a student's kernel: whose servers it can see among its processes (by the
+#: JUPYTERHUB_USER each was started with), and whether a TCP connection gets through.
+PROBE = """
+def _users_seen():
+    import os
+    seen = set()
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            env = open(f'/proc/{pid}/environ', 'rb').read().split(b'\\0')
+        except OSError:
+            continue
+        seen |= {e[16:].decode() for e in env if e.startswith(b'JUPYTERHUB_USER=')}
+    return sorted(seen)
+
+def _connects(host, port):
+    import socket
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return True
+    except OSError:
+        return False
+"""
+
+
+def connects(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+def listening(port: int) -> list[str]:
+    """The local addresses a TCP port is listened on, on the host."""
+    out = subprocess.run(["ss", "-Htln", f"sport = :{port}"], capture_output=True,
+                         text=True, timeout=30).stdout
+    return sorted({line.split()[3] for line in out.splitlines()})
+
+
+def host_pids(container: str) -> dict[int, str]:
+    """The container's processes as the host numbers them: pid -> command name."""
+    out = subprocess.run(["docker", "top", container, "-eo", "pid,comm"], capture_output=True,
+                         text=True, timeout=30, check=True).stdout.splitlines()[1:]
+    return {int(pid): comm for pid, comm in (line.split(None, 1) for line in out)}
+
+
+def test_two_students_in_containers(start_hub, lab_image: str):
+    t_hub = time.monotonic()
+    hub = start_hub(["ann", "ben"], spawner="docker", image=lab_image,
+                    mem_limit_gb=MEM_LIMIT_GB, cpu_limit=CPU_LIMIT)
+    s = hub.settings
+    print(f"hub up in {time.monotonic() - t_hub:.1f} s")
+    # nothing listens beyond 127.0.0.1 and the class network's gateway
+    assert listening(s.port) == [f"127.0.0.1:{s.port}"]
+    assert listening(s.proxy_api_port) == [f"127.0.0.1:{s.proxy_api_port}"]
+    assert listening(s.hub_port) == [f"{s.hub_ip}:{s.hub_port}"] and s.hub_ip != "127.0.0.1"
+
+    students = {n: Student(s.url, n, s.password) for n in s.students}
+    t0 = time.monotonic()
+    parallel(Student.login, students.values())
+    parallel(lambda st: (st.start_server(), st.wait_ready()), students.values())
+    print(f"2 containers' servers ready {time.monotonic() - t0:.1f} s after the logins began")
+
+    # --- each container as the engine runs it ---------------------------------------
+    info = {n: hub_docker.inspect(s.unix_name(n)) for n in students}
+    assert sorted(hub_docker.containers(s)) == sorted(s.unix_name(n) for n in students)
+    for name, got in info.items():
+        host = got["HostConfig"]
+        assert host["Memory"] == host["MemorySwap"] == int(MEM_LIMIT_GB * 2**30), name
+        assert (host["CpuQuota"], host["CpuPeriod"]) == (int(CPU_LIMIT * 100_000), 100_000)
+        assert host["PidMode"] == "" and host["NetworkMode"] == s.network, name
+        assert got["Config"]["Image"] == lab_image
+        mounts = [(m["Source"], m["Destination"]) for m in got["Mounts"]]
+        assert mounts == [(str(s.home(name) / "labs"), hub_docker.COURSE_IN_IMAGE)], mounts
+        assert "docker.sock" not in json.dumps(got), f"{name}'s container has the socket"
+    ip = {n: got["NetworkSettings"]["Networks"][s.network]["IPAddress"]
+          for n, got in info.items()}
+    [net] = json.loads(subprocess.run(["docker", "network", "inspect", s.network],
+                                      capture_output=True, text=True, timeout=30).stdout)
+    assert net["Internal"] is True, "the class network has a route out"
+    assert net["Options"].get("com.docker.network.bridge.enable_icc") == "false"
+
+    # --- chapter 00, headless, in a kernel of each student's server ------------------
+    kernels: dict[str, Kernel] = dict(zip(students, parallel(
+        lambda st: st.kernel(NOTEBOOK), students.values()), strict=True))
+    params = {**course.HEADLESS.get(CHAPTER, {}), **course.SMALL[CHAPTER]}  # backend auto
+    t1 = time.monotonic()
+    ran = dict(zip(students, parallel(lambda k: k.run_notebook(NOTEBOOK, params, timeout=600),
+                                      kernels.values()), strict=True))
+    print(f"chapter 00 in both containers at once: {time.monotonic() - t1:.0f} s")
+    for name, st in students.items():
+        claim_held(name, st, s.home(name))
+        said = json.dumps([cell.outputs for cell in ran[name]], ensure_ascii=False)
+        assert "no Docker engine answers → local JVM processes" in said, \
+            f"{name}'s chapter did not say why it runs local brokers"
+    peaks = {n: hub_docker.peak_memory(got["Id"]) for n, got in info.items()}
+    print("peak memory per container (MiB):", {n: p and p // 2**20 for n, p in peaks.items()})
+
+    # --- isolation: processes, files, network -----------------------------------------
+    kernels["ben"].execute("import deliverylab as dl\n"
+                           "mine = dl.Cluster.start(brokers=1, backend='local')")
+    ben_port = int(kernels["ben"].value("mine.bootstrap_servers").rsplit(":", 1)[1])
+    for name, k in kernels.items():
+        other = next(o for o in students if o != name)
+        k.execute(PROBE)
+        assert k.value("__import__('os').getuid()") == hub_docker.LAB_UID
+        assert k.value("_users_seen()") == [name], f"{name} sees another's processes"
+        assert k.value(f"__import__('os').path.exists({str(s.home(other))!r})") is False
+        assert s.unix_name(other) not in k.value("open('/proc/self/mountinfo').read()")
+        assert k.value("__import__('os').path.exists('/var/run/docker.sock')") is False
+        assert k.value(f"_connects({s.hub_ip!r}, {s.hub_port})") is True  # the hub: yes
+        assert connects(ip[other], 8888), "the host cannot reach the server (control)"
+        assert k.value(f"_connects({ip[other]!r}, 8888)") is False, \
+            f"{name} reaches {other}'s server"
+    assert kernels["ben"].value(f"_connects('127.0.0.1', {ben_port})") is True
+    assert kernels["ann"].value(f"_connects('127.0.0.1', {ben_port})") is False, \
+        "ann reaches ben's broker on her loopback"
+    ben_procs = host_pids(s.unix_name("ben"))
+    assert "java" in ben_procs.values(), f"ben's broker is not in his container: {ben_procs}"
+
+    # --- stopping ben's server removes his container and all in it --------------------
+    for k in kernels.values():
+        k.close()
+    t2 = time.monotonic()
+    students["ben"].stop_server()
+    print(f"ben's server stopped and its container gone in {time.monotonic() - t2:.1f} s")
+    assert hub_docker.containers(s) == [s.unix_name("ann")]
+    wait_until("every process of ben's container to end",
+               lambda: not any(psutil.pid_exists(p) and psutil.Process(p).name() == c
+                               for p, c in ben_procs.items()), 30)
+    assert (s.home("ben") / "labs" / "results" / f"{CHAPTER}.json").exists()  # his work stays
+    assert students["ann"].model()["servers"][""]["ready"]
+
+    # --- the hub's shutdown stops ann's server; nothing of the class is left -----------
+    hub.stop()
+    assert hub.swept == [s.network], f"the hub's shutdown left {hub.swept}"
+    assert hub_docker.containers(s) == [] and hub_docker.networks(s) == []
+    everything = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"],
+                                capture_output=True, text=True, timeout=30).stdout.split()
+    assert not [c for c in everything if c.startswith(s.prefix)], everything
+    nets = subprocess.run(["docker", "network", "ls", "--format", "{{.Name}}"],
+                          capture_output=True, text=True, timeout=30).stdout.split()
+    assert not [n for n in nets if n.startswith(s.prefix)], nets
