@@ -188,6 +188,10 @@ class Window:
         """Partitions the healthy members gave up (so committed and flushed) in it."""
         return sum(n for spans in self.revokes.values() for _, _, n in spans)
 
+    def longest_revoke(self) -> float:
+        """The longest revoke callback of a healthy member in the window (0 if none)."""
+        return max((b - a for s in self.revokes.values() for a, b, _ in s), default=0.0)
+
     def shortest_revoke(self) -> float:
         """The shortest of the healthy members' longest revoke callbacks; 0 if one of
         them had none. Under an eager protocol the group stands still at least this long:
@@ -294,8 +298,9 @@ class GroupRun:
         return self.eviction.revoked_kept + self.rejoin.revoked_kept
 
     def commits(self) -> tuple[int, int]:
-        """The revoke callbacks' synchronous commits: (accepted, refused)."""
-        kinds = [e.kind for e in self.timeline]
+        """The revoke callbacks' synchronous commits up to the run's end (not those of
+        the consumers' close): (accepted, refused)."""
+        kinds = [e.kind for e in self.timeline if e.t <= self.end]
         return kinds.count("committed"), kinds.count("commit-failed")
 
     def staller_idle(self) -> float:

@@ -80,6 +80,7 @@ def test_an_eager_stall_stops_the_whole_group_twice():
     assert eviction.shortest_revoke() == pytest.approx(2 * FLUSH)
     assert rejoin.shortest_revoke() == pytest.approx(3 * FLUSH)
     assert eviction.shortest_revoke() <= eviction.pause
+    assert rejoin.longest_revoke() == pytest.approx(3 * FLUSH)
     assert rejoin.shortest_revoke() <= rejoin.pause
     assert run.row()["eviction: partitions the others flushed"] == 4
     assert run.row()["rejoin: partitions the others flushed"] == 6
@@ -184,6 +185,13 @@ def test_the_chapter_claims_hold_on_protocol_shaped_timelines():
     runs = [run("eager", eager_timeline()), run("cooperative", cooperative_timeline()),
             run("static", static_timeline())]
     assert R.claims(runs) == {claim: True for claim in R.claims(runs)}
+
+
+def test_commits_count_the_revoke_callbacks_up_to_the_end():
+    tl = eager_timeline() + [Event(9.01, "a", "committed", (0, 1), "0@90 1@90"),
+                             Event(12.41, "b", "commit-failed", (2,), "REBALANCE_IN_PROGRESS"),
+                             Event(16.5, "c", "commit-failed", (4, 5), "at close")]
+    assert run("eager", sorted(tl, key=lambda e: e.t)).commits() == (1, 1)
 
 
 def test_the_chapter_claims_fail_when_every_strategy_behaves_eagerly():
