@@ -611,9 +611,10 @@ def plot(runs: Sequence[GroupRun], title: str | None = None, save: Any = None) -
                         va="top", ha="right")
         for w in (run.eviction, run.rejoin):
             for m, spans in w.revokes.items():
-                for a, b, _ in spans:
-                    ax.hlines(-0.45, a - t0, b - t0, color=color.get(m, COLORS["marker"]),
-                              linewidth=4)
+                lane = -0.3 - 0.15 * (members.index(m) if m in members else 0)
+                for a, b, _ in spans:  # one lane per member: simultaneous ones both show
+                    ax.hlines(lane, a - t0, b - t0, color=color.get(m, COLORS["marker"]),
+                              linewidth=3)
             a, b = w.stop_the_world
             if b - a > 0:
                 ax.axvspan(a - t0, b - t0, color=COLORS["fail"], alpha=0.25)
