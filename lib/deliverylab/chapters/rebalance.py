@@ -54,7 +54,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "static": {"partition.assignment.strategy": "range,roundrobin"},  # + group.instance.id
 }
 #: The modeled cost of flushing one revoked partition's state, in seconds (the lab's
-#: stand-in for a state store's flush; far above the ~50 ms this host's pauses vary by).
+#: stand-in for an application's flush; far above the 30-50 ms pauses measured without).
 FLUSH_S = 0.3
 #: What each variant is, in one line, for tables and figures.
 LABELS = {"eager": "eager (librdkafka's default range,roundrobin)",
@@ -434,9 +434,10 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
     it commits the revoked partitions' processed offsets synchronously (a real commit;
     ``enable.auto.commit=false``, so that commit is the one that hands a partition on)
     and then spends ``flush_s`` per revoked partition: the lab's modeled cost of flushing
-    the state it keeps for them (Kafka Streams flushes and checkpoints each revoked task's
-    store; Kafka itself does no such thing). Without it a rebalance callback costs
-    nothing here and every strategy's pause is the same few tens of ms.
+    the state it keeps for them (Kafka's ``ConsumerRebalanceListener`` docs name
+    "flushing out any kind of cache of intermediate results" as a use of the revoke
+    callback; Kafka itself does no such thing). Without it a callback costs a few ms
+    here, and every strategy's pause measured the same 30-50 ms.
 
     The lab's settings (named as overrides of librdkafka's defaults, which are 300 s,
     45 s and 3 s): ``max.poll.interval.ms=max_poll_ms``, ``session.timeout.ms=session_ms``
@@ -535,8 +536,8 @@ def claims(runs: Sequence[GroupRun]) -> dict[str, bool]:
 
     Not claimed: that cooperative-sticky shortens the *rejoin's* pause. librdkafka pauses
     all of a member's partitions while a rebalance callback is pending (``rdkafka_cgrp.c``),
-    so the kept ones stop during the flush too, and in this lab they stayed stopped about
-    as long as eager's whole pause (see the chapter)."""
+    so the kept ones stop during the flush too, and in the runs measured when this was
+    written they stayed stopped about as long as eager's whole pause (see the chapter)."""
     by = {r.strategy: r for r in runs}
     missing = {"eager", "cooperative", "static"} - set(by)
     if missing:
