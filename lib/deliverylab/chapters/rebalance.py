@@ -11,6 +11,13 @@ tested on hand-written timelines):
   group was consumed at all;
 * each partition's longest gap between two consumed records.
 
+Each member's revoke callback does what a real consumer's does before it gives partitions
+up (Kafka's ``ConsumerRebalanceListener`` docs name both uses): it commits their
+processed offsets synchronously, then flushes the state it keeps for them, modeled here
+as ``flush_s`` seconds per revoked partition (the lab's stand-in, not something Kafka
+does). librdkafka serves the callback inside the member's poll, so it consumes nothing
+meanwhile: the more partitions a rebalance revokes, the longer it stops.
+
 Two rebalances follow a stall, in librdkafka's classic protocol (``rdkafka_cgrp.c``,
 ``rd_kafka_cgrp_max_poll_interval_check_tmr_cb``): when the interval is exceeded the
 client itself sends LeaveGroup (the first rebalance: the others take the staller's
@@ -21,7 +28,8 @@ depends on the settings compared here, each a librdkafka consumer setting:
 * ``eager``: librdkafka's default ``partition.assignment.strategy=range,roundrobin``:
   every member gives up *every* partition at every rebalance, and waits for the others.
 * ``cooperative``: ``cooperative-sticky``: members keep what they keep; only partitions
-  that move stop (KIP-429).
+  that move are revoked (KIP-429). librdkafka still pauses *all* of a member's
+  partitions while one of its rebalance callbacks is pending (``rdkafka_cgrp.c``).
 * ``static``: ``group.instance.id`` (KIP-345) with the default eager strategy: a static
   member that exceeds the interval sends *no* LeaveGroup (same function of
   ``rdkafka_cgrp.c``), so if it polls again within ``session.timeout.ms`` the broker
@@ -45,6 +53,9 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
     "static": {"partition.assignment.strategy": "range,roundrobin"},  # + group.instance.id
 }
+#: The modeled cost of flushing one revoked partition's state, in seconds (the lab's
+#: stand-in for an application's flush; far above the 30-50 ms pauses measured without).
+FLUSH_S = 0.3
 #: What each variant is, in one line, for tables and figures.
 LABELS = {"eager": "eager (librdkafka's default range,roundrobin)",
           "cooperative": "cooperative-sticky",
@@ -57,8 +68,11 @@ class Event:
 
     ``kind`` is ``"record"`` (a record handed to ``member``: ``partitions`` holds its
     partition), ``"assigned"``, ``"revoked"``, ``"lost"`` (a rebalance callback, with the
-    partitions it named), ``"stall"`` / ``"wake"`` (the staller stops / resumes polling),
-    or ``"error"`` (a consumer error the poll returned, in ``detail``).
+    partitions it named), ``"committed"`` / ``"commit-failed"`` (the revoke callback's
+    synchronous commit: ``detail`` has ``partition@offset``s or the error),
+    ``"flushed"`` (the revoke callback returns, its modeled flush done),
+    ``"stall"`` / ``"wake"`` (the staller stops / resumes polling), or ``"error"`` (a
+    consumer error the poll returned, in ``detail``).
     """
 
     t: float
@@ -114,6 +128,28 @@ def callbacks(timeline: Iterable[Event], members: Iterable[str], start: float,
             and e.kind in ("assigned", "revoked", "lost")]
 
 
+def revoke_spans(timeline: Iterable[Event], members: Iterable[str], start: float,
+                 end: float) -> dict[str, list[tuple[float, float, int]]]:
+    """Each of ``members``' revoke callbacks that began in [start, end): (began,
+    returned, partitions revoked). The callback returns at its member's next
+    ``flushed`` (or at ``end`` if the timeline stops first); while it runs, its member
+    polls nothing, so it consumes nothing."""
+    names = set(members)
+    spans: dict[str, list[tuple[float, float, int]]] = {m: [] for m in names}
+    open_: dict[str, tuple[float, int]] = {}
+    for e in sorted(timeline, key=lambda e: e.t):
+        if e.member not in names:
+            continue
+        if e.kind == "revoked" and start <= e.t < end:
+            open_[e.member] = (e.t, len(e.partitions))
+        elif e.kind == "flushed" and e.member in open_:
+            began, n = open_.pop(e.member)
+            spans[e.member].append((began, e.t, n))
+    for m, (began, n) in open_.items():
+        spans[m].append((began, max(began, end), n))
+    return spans
+
+
 def owners(timeline: Iterable[Event], at: float) -> dict[int, str]:
     """Which member held each partition at time ``at``, from the callbacks before it."""
     held: dict[int, str] = {}
@@ -140,10 +176,29 @@ class Window:
     longest_kept: float  # longest pause of a partition its healthy owner kept throughout
     callbacks: list[Event]  # the healthy members' rebalance callbacks in the window
     revoked_kept: float = 0.0  # seconds those kept partitions spent revoked, summed
+    #: each healthy member's revoke callbacks (began, returned, partitions) in the window
+    revokes: dict[str, list[tuple[float, float, int]]] = field(default_factory=dict)
 
     @property
     def pause(self) -> float:
         return self.stop_the_world[1] - self.stop_the_world[0]
+
+    @property
+    def revoked(self) -> int:
+        """Partitions the healthy members gave up (so committed and flushed) in it."""
+        return sum(n for spans in self.revokes.values() for _, _, n in spans)
+
+    def longest_revoke(self) -> float:
+        """The longest revoke callback of a healthy member in the window (0 if none)."""
+        return max((b - a for s in self.revokes.values() for a, b, _ in s), default=0.0)
+
+    def shortest_revoke(self) -> float:
+        """The shortest of the healthy members' longest revoke callbacks; 0 if one of
+        them had none. Under an eager protocol the group stands still at least this long:
+        every member gives up everything, and the rebalance completes only after the
+        last member to start its callback has returned from it and rejoined."""
+        return min((max((b - a for a, b, _ in s), default=0.0)
+                    for s in self.revokes.values()), default=0.0)
 
 
 def measure(timeline: Sequence[Event], partitions: int, staller: str, stall: float,
@@ -169,7 +224,8 @@ def measure(timeline: Sequence[Event], partitions: int, staller: str, stall: flo
         out.append(Window(name, a, b, stop_the_world(timeline, a, b),
                           max((y - x for x, y in pauses.values()), default=0.0),
                           callbacks(timeline, members, a, b),
-                          revoked_time(timeline, kept, a, b)))
+                          revoked_time(timeline, kept, a, b),
+                          revoke_spans(timeline, members, a, b)))
     return out[0], out[1]
 
 
@@ -216,6 +272,7 @@ class GroupRun:
     wake: float
     end: float
     timeline: list[Event] = field(repr=False)
+    flush_s: float = 0.0  # the modeled flush per revoked partition the members spent
     eviction: Window = field(init=False)
     rejoin: Window = field(init=False)
 
@@ -227,9 +284,9 @@ class GroupRun:
         """One row of the chapter's table."""
         return {"strategy": LABELS[self.strategy],
                 "eviction: stop-the-world pause (s)": round(self.eviction.pause, 2),
-                "eviction: rebalance callbacks": len(self.eviction.callbacks),
+                "eviction: partitions the others flushed": self.eviction.revoked,
                 "rejoin: stop-the-world pause (s)": round(self.rejoin.pause, 2),
-                "rejoin: rebalance callbacks": len(self.rejoin.callbacks),
+                "rejoin: partitions the others flushed": self.rejoin.revoked,
                 "longest pause of a kept partition (s)": round(
                     max(self.eviction.longest_kept, self.rejoin.longest_kept), 2),
                 "kept partitions' time revoked (s)": round(self.revoked_kept, 3),
@@ -239,6 +296,12 @@ class GroupRun:
     def revoked_kept(self) -> float:
         """Seconds the partitions that never moved spent revoked, both windows."""
         return self.eviction.revoked_kept + self.rejoin.revoked_kept
+
+    def commits(self) -> tuple[int, int]:
+        """The revoke callbacks' synchronous commits up to the run's end (not those of
+        the consumers' close): (accepted, refused)."""
+        kinds = [e.kind for e in self.timeline if e.t <= self.end]
+        return kinds.count("committed"), kinds.count("commit-failed")
 
     def staller_idle(self) -> float:
         """The longest time a partition the staller held at its stall went unconsumed."""
@@ -265,6 +328,7 @@ class _Member:
         self.consumer = Consumer(config(run.bootstrap, **settings))
         self.stall_at: float | None = None  # run time at which to stall, for the staller
         self.assigned: set[int] = set()
+        self.position: dict[int, int] = {}  # partition -> offset after the last one handed
         self.thread = threading.Thread(target=self._loop, name=f"rebalance-{name}", daemon=True)
 
     def _note(self, kind: str, parts: Iterable[Any] = (), detail: str = "") -> None:
@@ -275,11 +339,40 @@ class _Member:
         self._note("assigned", parts)
 
     def _revoked(self, _c: Any, parts: list[Any]) -> None:
+        """What a real application does before it gives partitions up: commit what it
+        processed of them (synchronously: the next owner starts there), then flush the
+        state it keeps for them (the lab's modeled cost, ``flush_s`` per partition).
+        librdkafka calls this inside the member's poll, so meanwhile it consumes nothing."""
+        from confluent_kafka import KafkaException, TopicPartition
+
         self.assigned -= {p.partition for p in parts}
         self._note("revoked", parts)
+        done = [TopicPartition(self.run.topic, p.partition, self.position.pop(p.partition))
+                for p in parts if p.partition in self.position]
+        if done:
+            try:  # a synchronous commit answers per partition, or raises for all
+                result = self.consumer.commit(offsets=done, asynchronous=False) or []
+            except KafkaException as exc:  # e.g. a generation already gone: recorded
+                self._note("commit-failed", done, str(exc.args[0]))
+            else:
+                ok = [p for p in result if not p.error]
+                if ok:
+                    self._note("committed", ok, " ".join(f"{p.partition}@{p.offset}"
+                                                         for p in ok))
+                if len(ok) < len(result):
+                    bad = [p for p in result if p.error]
+                    self._note("commit-failed", bad, str(bad[0].error))
+        if parts and self.run.flush_s > 0 and not self.run.stopping.is_set():
+            # (not at the end: close() revokes everything, after the measured windows)
+            time.sleep(self.run.flush_s * len(parts))
+        self._note("flushed", parts)
 
     def _lost(self, _c: Any, parts: list[Any]) -> None:
+        """Lost partitions may already be another member's (the staller's, after its
+        eviction): the lab commits and flushes nothing for them."""
         self.assigned -= {p.partition for p in parts}
+        for p in parts:
+            self.position.pop(p.partition, None)
         self._note("lost", parts)
 
     def _loop(self) -> None:
@@ -296,6 +389,7 @@ class _Member:
                     if msg.error():
                         self.run.note(self.name, "error", detail=str(msg.error()))
                     else:
+                        self.position[msg.partition()] = msg.offset() + 1
                         self.run.note(self.name, "record", (msg.partition(),))
         except BaseException as exc:  # handed to the owner, which raises it
             self.run.errors.append(exc)
@@ -304,8 +398,8 @@ class _Member:
 class _Run:
     """The shared clock, the timeline and the stop flag of one group run."""
 
-    def __init__(self, bootstrap: str, topic: str, stall_s: float) -> None:
-        self.bootstrap, self.topic, self.stall_s = bootstrap, topic, stall_s
+    def __init__(self, bootstrap: str, topic: str, stall_s: float, flush_s: float) -> None:
+        self.bootstrap, self.topic, self.stall_s, self.flush_s = bootstrap, topic, stall_s, flush_s
         self.t0 = time.monotonic()
         self.timeline: list[Event] = []
         self.lock = threading.Lock()
@@ -330,10 +424,20 @@ def _raise_member_error(run: _Run) -> None:
 def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
                    partitions: int = 6, rate: float = 300.0, warmup_s: float = 2.0,
                    stall_s: float = 8.0, settle_s: float = 5.0, max_poll_ms: int = 6000,
-                   session_ms: int = 6000, heartbeat_ms: int = 1000) -> GroupRun:
+                   session_ms: int = 6000, heartbeat_ms: int = 1000,
+                   flush_s: float = FLUSH_S) -> GroupRun:
     """Run a group of ``members`` on a new ``partitions``-partition topic ``<name>``
     filled at ``rate`` records/s; after ``warmup_s`` the last member stalls ``stall_s``
     (more than ``max_poll_ms``), then polls again; ``settle_s`` later everything stops.
+
+    Each member's ``on_revoke`` does what a real application's does, inside its poll:
+    it commits the revoked partitions' processed offsets synchronously (a real commit;
+    ``enable.auto.commit=false``, so that commit is the one that hands a partition on)
+    and then spends ``flush_s`` per revoked partition: the lab's modeled cost of flushing
+    the state it keeps for them (Kafka's ``ConsumerRebalanceListener`` docs name
+    "flushing out any kind of cache of intermediate results" as a use of the revoke
+    callback; Kafka itself does no such thing). Without it a callback costs a few ms
+    here, and every strategy's pause measured the same 30-50 ms.
 
     The lab's settings (named as overrides of librdkafka's defaults, which are 300 s,
     45 s and 3 s): ``max.poll.interval.ms=max_poll_ms``, ``session.timeout.ms=session_ms``
@@ -352,14 +456,19 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
     if stall_s * 1000 <= max_poll_ms:
         raise bad_value("stall_s", stall_s,
                         f"more than max_poll_ms / 1000 ({max_poll_ms / 1000:g})")
+    if not 0 <= flush_s * partitions * 1000 < max_poll_ms:
+        # the callback runs inside poll: a flush longer than the interval evicts its member
+        raise bad_value("flush_s", flush_s, f"0 or more, with flush_s * partitions under "
+                        f"max_poll_ms / 1000 ({max_poll_ms / 1000:g})")
     if max_poll_ms < session_ms:
         raise bad_value("session_ms", session_ms, f"at most max_poll_ms ({max_poll_ms}), as "
                         "librdkafka requires in the classic protocol")
     topic = cluster.create_topic(name, partitions=partitions)
     settings = {"group.id": f"{name}-group", "auto.offset.reset": "earliest",
                 "max.poll.interval.ms": max_poll_ms, "session.timeout.ms": session_ms,
-                "heartbeat.interval.ms": heartbeat_ms, **STRATEGIES[strategy]}
-    run = _Run(cluster.bootstrap_servers, topic, stall_s)
+                "heartbeat.interval.ms": heartbeat_ms, "enable.auto.commit": False,
+                **STRATEGIES[strategy]}
+    run = _Run(cluster.bootstrap_servers, topic, stall_s, flush_s)
     names = [f"consumer-{i}" for i in range(members)]
     group = [_Member(run, n, {**settings, **({"group.instance.id": f"{name}-{n}"}
                                              if strategy == "static" else {})})
@@ -406,7 +515,7 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
     stall = next(e.t for e in timeline if e.kind == "stall")
     wake = next(e.t for e in timeline if e.kind == "wake")
     return GroupRun(strategy, settings, partitions, staller.name, stall, wake, t_end,
-                    timeline)
+                    timeline, flush_s)
 
 
 def compare(cluster: Any, name: str, strategies: Sequence[str] = tuple(STRATEGIES),
@@ -417,12 +526,25 @@ def compare(cluster: Any, name: str, strategies: Sequence[str] = tuple(STRATEGIE
 
 def claims(runs: Sequence[GroupRun]) -> dict[str, bool]:
     """What chapter 02 asserts of an eager, a cooperative and a static run of the same
-    stall: relations that follow from the protocols (the stop-the-world pause is tens of
-    ms for all three on one host, so no relation on it is claimed)."""
+    stall: relations that follow from the protocols.
+
+    The pause relations need the modeled flush (``flush_s`` > 0 in every run): without
+    it a revoke callback costs a few ms, every strategy's pause is the same tens of ms on
+    one host, and no relation on it follows. With it, an eager rebalance stops the whole
+    group for at least one member's commit-and-flush of everything it held; at the
+    eviction cooperative-sticky revokes nothing and static membership has no rebalance.
+
+    Not claimed: that cooperative-sticky shortens the *rejoin's* pause. librdkafka pauses
+    all of a member's partitions while a rebalance callback is pending (``rdkafka_cgrp.c``),
+    so the kept ones stop during the flush too, and in the runs measured when this was
+    written they stayed stopped about as long as eager's whole pause (see the chapter)."""
     by = {r.strategy: r for r in runs}
     missing = {"eager", "cooperative", "static"} - set(by)
     if missing:
         raise bad_value("runs", sorted(by), "one run each of eager, cooperative and static")
+    if any(r.flush_s <= 0 for r in runs):
+        raise bad_value("runs' flush_s", [r.flush_s for r in runs],
+                        "a modeled flush above 0 s in every run (stall_in_group's flush_s)")
     eager, coop, static = by["eager"], by["cooperative"], by["static"]
     healthy = {e.member for e in eager.timeline} - {eager.staller}
 
@@ -433,11 +555,20 @@ def claims(runs: Sequence[GroupRun]) -> dict[str, bool]:
         "the stalled consumer's rejoin triggered a second eager rebalance: every other "
         "member gave up its partitions again after the wake":
             revoked_by(eager.rejoin) == healthy and revoked_by(eager.eviction) == healthy,
-        "cooperative-sticky revoked no partition that stayed with its owner; eager "
-        "revoked those too": coop.revoked_kept == 0 < eager.revoked_kept,
+        "eager: at both rebalances the whole group stood still at least as long as a "
+        "member's revoke callback (the commit and flush of every partition it held)":
+            all(0 < w.shortest_revoke() <= w.pause for w in (eager.eviction, eager.rejoin)),
+        "cooperative-sticky: at the eviction nobody flushed anything, and the group's "
+        "pause was shorter than eager's":
+            coop.eviction.revoked == 0 and coop.eviction.pause < eager.eviction.pause,
+        "cooperative-sticky revoked (so committed and flushed) no partition that stayed "
+        "with its owner; eager revoked those too": coop.revoked_kept == 0 < eager.revoked_kept,
         "static membership: the other members took part in no rebalance at all":
             not static.eviction.callbacks and not static.rejoin.callbacks
             and static.revoked_kept == 0,
+        "static membership shortened the group's pause at both rebalances":
+            static.eviction.pause < eager.eviction.pause
+            and static.rejoin.pause < eager.rejoin.pause,
         "static membership's price: the staller's partitions waited the whole stall, "
         "longer than eager's, which the others took over after the poll interval":
             static.staller_idle() > eager.staller_idle(),
@@ -453,7 +584,8 @@ def plot(runs: Sequence[GroupRun], title: str | None = None, save: Any = None) -
     """One lane per partition and one panel per strategy: every record consumed, colored
     by the member that consumed it, on a clock that starts at the stall; the stall, the
     poll interval's end and the wake as lines; each window's stop-the-world pause shaded
-    and labelled."""
+    and labelled; under the lanes, each healthy member's revoke callbacks (commit and
+    modeled flush: it consumes nothing meanwhile) as a bar in its color."""
     from ..notebook.plots import COLORS, LabFigure, finish
 
     if not runs:
@@ -479,6 +611,11 @@ def plot(runs: Sequence[GroupRun], title: str | None = None, save: Any = None) -
             ax.annotate(label, (x, run.partitions - 0.4), fontsize=7, rotation=90,
                         va="top", ha="right")
         for w in (run.eviction, run.rejoin):
+            for m, spans in w.revokes.items():
+                lane = -0.3 - 0.15 * (members.index(m) if m in members else 0)
+                for a, b, _ in spans:  # one lane per member: simultaneous ones both show
+                    ax.hlines(lane, a - t0, b - t0, color=color.get(m, COLORS["marker"]),
+                              linewidth=3)
             a, b = w.stop_the_world
             if b - a > 0:
                 ax.axvspan(a - t0, b - t0, color=COLORS["fail"], alpha=0.25)
@@ -489,6 +626,7 @@ def plot(runs: Sequence[GroupRun], title: str | None = None, save: Any = None) -
         ax.set_ylabel("partition")
         ax.set_title(LABELS[run.strategy], fontsize=9, loc="left")
     axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
-    axes[-1].set_xlabel("seconds since the stall began (shaded: nothing consumed anywhere)")
+    axes[-1].set_xlabel("seconds since the stall began (shaded: nothing consumed anywhere; "
+                        "bars under the lanes: a member inside on_revoke)")
     fig.suptitle(title or "What one stalled consumer costs its group", fontsize=10)
     return finish(fig, save)

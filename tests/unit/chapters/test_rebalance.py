@@ -32,10 +32,14 @@ def test_owners_follow_the_callbacks():
     assert R.owners(tl, 7.0) == {0: "a", 1: "b", 2: "b"}
 
 
+FLUSH = 0.2  # the modeled flush per revoked partition in these timelines
+
+
 def eager_timeline():
     """Three members, two partitions each; c stalls at 3, is evicted at 9 (an eager
-    rebalance: everything stops 9.0-9.8), wakes at 12 and rejoins (everything stops
-    12.4-13.0 and the old assignment comes back)."""
+    rebalance: everything stops 9.0-9.8; a and b commit and flush their two partitions
+    each, 9.0-9.4), wakes at 12 and rejoins (everything stops 12.4-13.0 while a and b
+    flush three each, and the old assignment comes back)."""
     tl = [Event(0.0, "a", "assigned", (0, 1)), Event(0.0, "b", "assigned", (2, 3)),
           Event(0.0, "c", "assigned", (4, 5))]
     for m, ps in (("a", (0, 1)), ("b", (2, 3))):
@@ -52,6 +56,9 @@ def eager_timeline():
            Event(12.0, "c", "lost", (4, 5)), Event(12.4, "a", "revoked", (0, 1, 4)),
            Event(12.4, "b", "revoked", (2, 3, 5)), Event(13.0, "a", "assigned", (0, 1)),
            Event(13.0, "b", "assigned", (2, 3)), Event(13.0, "c", "assigned", (4, 5))]
+    tl += [Event(9.0 + 2 * FLUSH, m, "flushed", ps) for m, ps in (("a", (0, 1)), ("b", (2, 3)))]
+    tl += [Event(12.4 + 3 * FLUSH, m, "flushed", ps)
+           for m, ps in (("a", (0, 1, 4)), ("b", (2, 3, 5)))]
     return sorted(tl, key=lambda e: e.t)
 
 
@@ -68,29 +75,62 @@ def test_an_eager_stall_stops_the_whole_group_twice():
     # c's partitions: idle from its stall (the window opens at 3.0) until a and b took
     # them over at 9.8
     assert run.staller_idle() == pytest.approx(9.8 - 3.0)
-    assert run.row()["rejoin: rebalance callbacks"] == 4
+    # each window: both healthy members inside on_revoke for a flush of all they held
+    assert eviction.revokes == {"a": [(9.0, 9.4, 2)], "b": [(9.0, 9.4, 2)]}
+    assert eviction.shortest_revoke() == pytest.approx(2 * FLUSH)
+    assert rejoin.shortest_revoke() == pytest.approx(3 * FLUSH)
+    assert eviction.shortest_revoke() <= eviction.pause
+    assert rejoin.longest_revoke() == pytest.approx(3 * FLUSH)
+    assert rejoin.shortest_revoke() <= rejoin.pause
+    assert run.row()["eviction: partitions the others flushed"] == 4
+    assert run.row()["rejoin: partitions the others flushed"] == 6
 
 
-def test_a_cooperative_stall_stops_only_what_moves():
+def cooperative_timeline():
     """Same stall, incremental: a and b keep 0-3 flowing; c's partitions move to them at
-    9.5 and partition 4 comes back to c at 13.0 (revoked from a at 12.5 first)."""
+    9.5 (only an assign: nothing flushed); at the rejoin each gives one back (12.5, a
+    flush of one partition, during which it consumes nothing), and c gets them at 13.0."""
     tl = [Event(0.0, "a", "assigned", (0, 1)), Event(0.0, "b", "assigned", (2, 3)),
           Event(0.0, "c", "assigned", (4, 5)), Event(3.0, "c", "stall"),
           Event(9.5, "a", "assigned", (4,)), Event(9.5, "b", "assigned", (5,)),
           Event(12.0, "c", "wake"), Event(12.0, "c", "lost", (4, 5)),
-          Event(12.5, "a", "revoked", (4,)), Event(13.0, "c", "assigned", (4,))]
+          Event(12.5, "a", "revoked", (4,)), Event(12.5, "b", "revoked", (5,)),
+          Event(12.5 + FLUSH, "a", "flushed", (4,)), Event(12.5 + FLUSH, "b", "flushed", (5,)),
+          Event(13.0, "c", "assigned", (4, 5))]
+    for m, ps in (("a", (0, 1)), ("b", (2, 3))):
+        for p in ps:
+            tl += flow(m, p, 0.0, 12.5) + flow(m, p, 12.5 + FLUSH, 16.0)
+    tl += flow("c", 4, 0.0, 3.0) + flow("c", 5, 0.0, 3.0)
+    tl += flow("a", 4, 9.5, 12.5) + flow("b", 5, 9.5, 12.5)
+    tl += flow("c", 4, 13.0, 16.0) + flow("c", 5, 13.0, 16.0)
+    return sorted(tl, key=lambda e: e.t)
+
+
+def static_timeline():
+    """Same stall, static members: a and b never stop; nobody reads c's partitions until
+    it polls again at 12.0 and gets them back without a rebalance."""
+    tl = [Event(0.0, "a", "assigned", (0, 1)), Event(0.0, "b", "assigned", (2, 3)),
+          Event(0.0, "c", "assigned", (4, 5)), Event(3.0, "c", "stall"),
+          Event(12.0, "c", "wake")]
     for m, ps in (("a", (0, 1)), ("b", (2, 3))):
         for p in ps:
             tl += flow(m, p, 0.0, 16.0)
     tl += flow("c", 4, 0.0, 3.0) + flow("c", 5, 0.0, 3.0)
-    tl += flow("a", 4, 9.5, 12.5) + flow("c", 4, 13.0, 16.0) + flow("b", 5, 9.5, 16.0)
-    tl.sort(key=lambda e: e.t)
-    eviction, rejoin = R.measure(tl, 6, "c", stall=3.0, wake=12.0, end=16.0)
+    tl += flow("c", 4, 12.0, 16.0) + flow("c", 5, 12.0, 16.0)
+    return sorted(tl, key=lambda e: e.t)
+
+
+def test_a_cooperative_stall_stops_only_what_moves_and_flushes_only_that():
+    eviction, rejoin = R.measure(cooperative_timeline(), 6, "c", stall=3.0, wake=12.0,
+                                 end=16.0)
     assert eviction.pause == pytest.approx(0.1)
-    assert rejoin.pause == pytest.approx(0.1)
+    assert eviction.revoked == 0 and eviction.shortest_revoke() == 0.0
+    # at the rejoin both flush one partition at once: the group stops for about that
+    assert rejoin.pause == pytest.approx(FLUSH + 0.1)  # 12.4 (last record) to 12.7
+    assert rejoin.revoked == 2 and rejoin.shortest_revoke() == pytest.approx(FLUSH)
     assert eviction.longest_kept == pytest.approx(0.1)
-    assert rejoin.longest_kept == pytest.approx(0.1)  # 4 moved (a -> c): not "kept"
-    assert len(rejoin.callbacks) == 1  # a's revoke; c's own assign is the staller's
+    assert rejoin.longest_kept == pytest.approx(FLUSH + 0.1)  # 0-3 wait out the flush
+    assert len(rejoin.callbacks) == 2  # a's and b's revokes; c's assign is the staller's
     assert eviction.revoked_kept == rejoin.revoked_kept == 0.0
 
 
@@ -104,7 +144,8 @@ def test_bad_windows_and_arguments_are_refused():
 
     for kwargs in (dict(strategy="lazy"), dict(strategy="eager", stall_s=5.0),
                    dict(strategy="eager", members=1),
-                   dict(strategy="eager", session_ms=9000)):
+                   dict(strategy="eager", session_ms=9000),
+                   dict(strategy="eager", flush_s=-0.1), dict(strategy="eager", flush_s=1.0)):
         with pytest.raises(LabError):
             R.stall_in_group(NoCluster(), "x", **kwargs)
 
@@ -127,13 +168,58 @@ def test_eager_revokes_kept_partitions_and_cooperative_does_not():
     assert rejoin.revoked_kept == pytest.approx(4 * 0.6)
 
 
+def run(strategy, timeline, flush_s=FLUSH):
+    return R.GroupRun(strategy, {}, 6, "c", 3.0, 12.0, 16.0, timeline, flush_s)
+
+
+def test_revoke_spans_pair_each_revoke_with_its_members_next_flushed():
+    tl = [Event(1.0, "a", "revoked", (0, 1)), Event(1.1, "b", "flushed", (2,)),
+          Event(1.4, "a", "flushed", (0, 1)), Event(2.0, "b", "revoked", (2,)),
+          Event(0.5, "a", "revoked", (3,)), Event(0.6, "a", "flushed", (3,))]
+    # a's revoke at 0.5 began before the window; b's never returned: it runs to the end
+    assert R.revoke_spans(tl, ["a", "b", "c"], 0.8, 3.0) == {
+        "a": [(1.0, 1.4, 2)], "b": [(2.0, 3.0, 1)], "c": []}
+
+
+def test_the_chapter_claims_hold_on_protocol_shaped_timelines():
+    runs = [run("eager", eager_timeline()), run("cooperative", cooperative_timeline()),
+            run("static", static_timeline())]
+    assert R.claims(runs) == {claim: True for claim in R.claims(runs)}
+
+
+def test_commits_count_the_revoke_callbacks_up_to_the_end():
+    tl = eager_timeline() + [Event(9.01, "a", "committed", (0, 1), "0@90 1@90"),
+                             Event(12.41, "b", "commit-failed", (2,), "REBALANCE_IN_PROGRESS"),
+                             Event(16.5, "c", "commit-failed", (4, 5), "at close")]
+    assert run("eager", sorted(tl, key=lambda e: e.t)).commits() == (1, 1)
+
+
 def test_the_chapter_claims_fail_when_every_strategy_behaves_eagerly():
     """claims() judges runs, it does not assume them: three runs with eager's timeline
-    under the three labels keep eager's claim and fail cooperative's and static's."""
-    runs = [R.GroupRun(s, {}, 6, "c", 3.0, 12.0, 16.0, eager_timeline())
-            for s in ("eager", "cooperative", "static")]
-    held = list(R.claims(runs).values())
-    assert held[0] is True  # the rejoin's second eager rebalance
-    assert held[1] is False and held[2] is False  # nothing cooperative, nothing static
+    under the three labels keep eager's claims and fail every cooperative and static one,
+    the shorter pauses included."""
+    runs = [run(s, eager_timeline()) for s in ("eager", "cooperative", "static")]
+    held = R.claims(runs)
+    eager_only = [c for c in held if c.startswith(("the stalled", "eager:"))]
+    assert len(eager_only) == 2 and all(held[c] for c in eager_only)
+    assert not any(v for c, v in held.items() if c not in eager_only)
     with pytest.raises(LabError, match="one run each of eager, cooperative and static"):
         R.claims(runs[:2])
+
+
+def test_the_eager_bound_fails_when_the_group_consumed_during_a_revoke():
+    """A timeline where the group resumed before the members' callbacks returned (no
+    eager protocol does that) fails the eager claim: it is checked, not assumed."""
+    tl = [e if e.kind != "flushed" else Event(e.t + 1.0, e.member, e.kind, e.partitions)
+          for e in eager_timeline()]
+    runs = [run("eager", tl), run("cooperative", cooperative_timeline()),
+            run("static", static_timeline())]
+    held = R.claims(runs)
+    assert [c for c, v in held.items() if not v] == [c for c in held if c.startswith("eager:")]
+
+
+def test_the_pause_claims_need_a_modeled_flush():
+    runs = [run("eager", eager_timeline(), 0.0), run("cooperative", cooperative_timeline()),
+            run("static", static_timeline())]
+    with pytest.raises(LabError, match="flush_s"):
+        R.claims(runs)
