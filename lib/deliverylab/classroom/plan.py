@@ -286,9 +286,14 @@ def seat_excess(rows: list[dict[str, Any]], chapter: str, chapter_pss: float
     top = _heaviest(rows, "peak_pss")
     if top is None:
         return chapter, 0.0, "no chapter measured whole"
-    how = (f"both through the hub, {top['students']} and {own['students']} student(s) at "
-           "once" if own else f"{top['chapter']} through the hub, {chapter} without one: "
-           "papermill in place of the server")
+    if own is None:
+        how = f"{top['chapter']} through the hub, {chapter} without one: papermill in " \
+              "place of the server"
+    elif own["students"] == top["students"]:
+        how = f"both through the hub, {own['students']} student(s) at once"
+    else:  # a student's PSS shrinks as more share the pages: said, not corrected
+        how = (f"both through the hub, {top['students']} and {own['students']} students "
+               "at once")
     if top["peak_pss"] <= ref:
         return chapter, 0.0, f"no chapter measured whole peaks above it; {how}"
     return top["chapter"], top["peak_pss"] - ref, (

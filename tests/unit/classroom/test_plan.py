@@ -173,7 +173,7 @@ def test_a_heavier_chapter_raises_the_limit_and_lowers_the_seats(tmp_path: Path)
            "07_exactly_once_sources" in text
     assert "memory limit from 07_exactly_once_sources's peak RSS 2.21 GB x 1.25" in text
     assert "+ 1.03 GB for 07_exactly_once_sources, whose run peaks at PSS 1.93 GB against " \
-           "02_at_least_once's 0.90 GB (both through the hub, 1 and 1 student(s)" in text
+           "02_at_least_once's 0.90 GB (both through the hub, 1 student(s) at once)" in text
     assert "c.Spawner.mem_limit = '3G'" in text
     assert "| light | 07_exactly_once_sources | 1 | 1.93 GB | 2.21 GB | 2.80 GB | 100 | held |" \
         in text and "| light | 00_tour | 1 | 1.02 GB | - | 1.00 GB |" in text
@@ -189,6 +189,14 @@ def test_without_chapter_02_through_the_hub_the_papermill_run_is_the_reference(
     assert fig.marginal_pss == pytest.approx(0.71 * GB + 1976 * MIB - 0.81 * GB)
     assert any("07_exactly_once_sources through the hub, 02_at_least_once without one: "
                "papermill in place of the server" in n for n in fig.notes)
+
+
+def test_rows_of_different_class_sizes_are_compared_as_measured_and_said(tmp_path: Path):
+    fig = plan.figures(plan.load(_light_folder(tmp_path, [
+        _row("02_at_least_once", 880, 1000, 1199, students=3),
+        _row("07_exactly_once_sources", 1976, 2263, 2867)])), "light")
+    assert fig.marginal_pss == pytest.approx(0.71 * GB + (1976 - 880) * MIB)
+    assert any("both through the hub, 1 and 3 students at once" in n for n in fig.notes)
 
 
 def test_a_lighter_chapter_changes_nothing_and_a_failed_run_is_said(tmp_path: Path):
