@@ -90,7 +90,9 @@ doctor: $(DEPS)
 
 # Sizing a classroom (a benchmark: ~25 min on 2 cores, run it alone): every chapter's
 # stack alone, then chapter 02 by 1, 2, 3 students at once, under each student profile;
-# prints how many students fit a host and the hub settings. PLAN_MEASURE=0 only prints
+# prints how many students fit a host and the hub settings, covering the heaviest whole
+# chapter that `bench/hub_course.py --save $(PLAN_OUT)` measured through a hub (without
+# those rows it covers chapter 02 only and says so). PLAN_MEASURE=0 only prints
 # the fit from the figures saved in PLAN_OUT, e.g. for another host:
 #   make classroom-plan PLAN_MEASURE=0 CORES=16 MEMORY=64 CLASS_SIZE=30
 PLAN_OUT     ?= results/classroom-plan
@@ -124,6 +126,8 @@ HUB_PORT ?= 8000
 CHP := build/chp/node_modules/.bin/configurable-http-proxy
 $(CHP):
 	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
+# Empty: no memory cap. A class doing every chapter needs MEM_LIMIT_GB=3 (chapter 07;
+# README "Sizing a classroom").
 MEM_LIMIT_GB ?=
 CPU_LIMIT ?=
 export CLASSROOM_PASSWORD

@@ -14,6 +14,9 @@ class's homes, a summary, and a check that nothing of any student is left. Print
 figures, asserts nothing. Run as root, alone:
 
     ../shared/tools/heavy .venv/bin/python bench/hub_course.py --students 3 --chapters 00 02
+
+``--save results/classroom-plan`` keeps each chapter's peaks for ``make classroom-plan``
+(its memory limit and seats then cover the heaviest chapter measured).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from deliverylab.classroom.hub_limits import CGROUP_ROOT, GROUP, Limits
 from deliverylab.classroom.measure import Sampler
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports
+from deliverylab.runtime.profile import PROFILES
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("ann", "ben", "cat", "dan", "eve", "fay", "gus", "hal", "ivy", "jon")
@@ -52,6 +56,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "student (default: 00 02)")
     parser.add_argument("--mem-limit-gb", type=float, default=3.0,
                         help="each student's cgroup cap (default 3, as the hub test)")
+    parser.add_argument("--profile", choices=list(PROFILES), default="light",
+                        help="the student profile every server runs with (default light, "
+                        "as `make classroom`)")
+    parser.add_argument("--save", type=Path, default=None, metavar="FOLDER",
+                        help="merge each chapter's largest per-student peaks into "
+                        "FOLDER/chapters-<profile>.json, which `make classroom-plan` "
+                        "reads (e.g. results/classroom-plan; default: save nothing)")
     args = parser.parse_args(argv)
     if not 1 <= args.students <= len(NAMES):
         raise bad_value("--students", args.students, f"1 to {len(NAMES)}")
@@ -194,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                                   state=str(ROOT / "build" / f"bench-hub-{prefix[:-1]}"),
                                   port=port, hub_port=hub_port, proxy_api_port=api_port,
                                   prefix=prefix, cache=str(cache), chp=str(chp),
-                                  mem_limit_gb=args.mem_limit_gb)
+                                  mem_limit_gb=args.mem_limit_gb, profile=args.profile)
     print(f"{len(names)} students ({', '.join(names)}), chapters {' '.join(args.chapters)}, "
           f"profile {settings.profile}, cgroup cap {args.mem_limit_gb} GB, "
           f"{os.cpu_count()} cores", flush=True)
@@ -231,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"({both[1] - both[0]:.0f} s): the class's peak PSS "
                       f"{peak.pss / 2**30:.2f} GB ({peak.pss / len(names) / 2**30:.2f} GB "
                       f"a student), its RSS then {peak.rss / 2**30:.2f} GB")
+        if args.save is not None and rows:
+            path = hc.save_peaks(args.save, settings.profile,
+                                 hc.chapter_peaks(rows, len(names)))
+            print(f"\nsaved each chapter's peaks for make classroom-plan: {path}")
         instructors_view(settings)
     finally:
         try:

@@ -11,6 +11,9 @@ reset before each chapter: page cache included, and a shared page charged to the
 student who touched it first) and the peak PSS and RSS summed over every process of the
 student's uid, sampled (:func:`uid_memory`, :func:`window_peak`): PSS counts a page
 shared by k processes 1/k in each, which is what ``make classroom-plan``'s figures are.
+``--save`` keeps each chapter's largest per-student peaks (:func:`chapter_peaks`) in a
+file ``make classroom-plan`` reads (:func:`save_peaks`, :func:`parse_peaks`), so that
+its memory limit and seats cover the heaviest chapter, not chapter 02 alone.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import bad_value
+from ..errors import LabError, bad_value
 from . import course, stacks
 from .measure import Memory, Sample, read_memory
 
@@ -213,3 +216,83 @@ def chapter_summary(rows: Sequence[StudentChapter]) -> str:
             f"MiB; PSS peak {_span([r.memory.pss / MIB for r in mine if r.memory])} MiB; "
             f"RSS peak {_span([r.memory.rss / MIB for r in mine if r.memory])} MiB")
     return "\n".join(out)
+
+
+# --- what make classroom-plan reads ----------------------------------------------------------
+
+#: The fields of a saved chapter row (bytes, seconds; a peak not sampled is null).
+PEAK_FIELDS = ("chapter", "students", "peak_pss", "peak_rss", "cgroup_peak", "wall_s", "held")
+
+
+def peaks_path(folder: Path, profile: str) -> Path:
+    """Where ``--save`` writes a profile's chapter rows, and where ``plan.load`` reads them."""
+    return Path(folder) / f"chapters-{profile}.json"
+
+
+def chapter_peaks(rows: Sequence[StudentChapter], students: int) -> list[dict[str, Any]]:
+    """One row per chapter for ``make classroom-plan``: the largest per-student peaks and
+    wall time over the class (a seat and a memory limit must hold the heaviest student),
+    held only if the claim held for every student. ``students``: how many ran at once
+    (a page shared between students counts 1/k in each one's PSS)."""
+    out = []
+    for chapter in dict.fromkeys(r.run.chapter for r in rows):
+        mine = [r for r in rows if r.run.chapter == chapter]
+
+        def largest(values: list[int | None]) -> int | None:
+            seen = [v for v in values if v is not None]
+            return max(seen) if seen else None
+
+        out.append({
+            "chapter": chapter, "students": students,
+            "peak_pss": largest([r.memory.pss if r.memory else None for r in mine]),
+            "peak_rss": largest([r.memory.rss if r.memory else None for r in mine]),
+            "cgroup_peak": largest([r.cgroup_peak for r in mine]),
+            "wall_s": round(max(r.run.wall_seconds for r in mine), 1),
+            "held": all(r.held for r in mine)})
+    return out
+
+
+def merge_peaks(old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
+                ) -> list[dict[str, Any]]:
+    """``old`` rows with ``new`` ones: a chapter measured again replaces its earlier row
+    (the latest run is the one that matches the chapters as they are); by chapter."""
+    rows = {r["chapter"]: r for r in old} | {r["chapter"]: r for r in new}
+    return [rows[c] for c in sorted(rows)]
+
+
+def parse_peaks(text: str, source: str) -> list[dict[str, Any]]:
+    """Saved chapter rows, checked: anything else is one ``LabError`` naming ``source``
+    (a sizing from a half-written file would be wrong without a word)."""
+    def bad(why: str) -> LabError:
+        return LabError(f"{source}: {why}; expected a JSON list of rows with "
+                        f"{', '.join(PEAK_FIELDS)} (bench/hub_course.py --save)")
+    try:
+        rows = json.loads(text)
+    except ValueError as exc:
+        raise bad(f"not JSON ({exc})") from exc
+    if not isinstance(rows, list):
+        raise bad(f"not a list but {type(rows).__name__}")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise bad(f"row {i} is not an object")
+        if missing := [f for f in PEAK_FIELDS if f not in row]:
+            raise bad(f"row {i} lacks {', '.join(missing)}")
+        if not isinstance(row["chapter"], str) or not isinstance(row["held"], bool):
+            raise bad(f"row {i}: chapter={row['chapter']!r}, held={row['held']!r}")
+        for key in ("peak_pss", "peak_rss", "cgroup_peak", "wall_s"):
+            value = row[key]
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, (int, float)) or value < 0):
+                raise bad(f"row {i} ({row['chapter']}): {key}={value!r}")
+        if not isinstance(row["students"], int) or row["students"] < 1:
+            raise bad(f"row {i} ({row['chapter']}): students={row['students']!r}")
+    return rows
+
+
+def save_peaks(folder: Path, profile: str, rows: Sequence[dict[str, Any]]) -> Path:
+    """Merge ``rows`` into the profile's file in ``folder`` (created if need be)."""
+    path = peaks_path(folder, profile)
+    old = parse_peaks(path.read_text(), str(path)) if path.exists() else []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merge_peaks(old, rows), indent=1) + "\n")
+    return path

@@ -13,6 +13,11 @@ per additional student (the slope over 1, 2, 3 students), which is what a host's
 must provide per seat. A server's *memory limit* is another matter: a cgroup charges a
 page to the group that first touched it, so one student may be charged for the shared
 pages of all: the limit is set from the peak **RSS** of one stack, with headroom.
+
+Chapter 02 is measured here from its stacks up; the other chapters are measured whole,
+through a real JupyterHub, by ``bench/hub_course.py --save`` (``chapters-<profile>.json``,
+:mod:`.hub_course`). The memory limit covers the heaviest chapter measured and a seat
+holds the heaviest chapter's run, whichever chapter a student is in (issue 31).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any
 
 from ..errors import LabError, bad_value
 from ..runtime.profile import PROFILES
-from . import stacks
+from . import hub_course, stacks
 from .measure import GB, measure_class, measure_stack
 
 
@@ -78,6 +83,11 @@ class Figures:
     #: CPU seconds and wall time of one stack's start (cluster ready, Spark up).
     start_cpu_s: float
     start_wall_s: float
+    #: The chapter whose peak RSS sets the memory limit, and the one whose run a seat
+    #: must hold above chapter 02's (:func:`figures`); what the fit says about them.
+    limit_chapter: str = "02_at_least_once"
+    seat_chapter: str = "02_at_least_once"
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -108,7 +118,8 @@ def fit(fig: Figures, cores: int, memory_gb: float, class_size: int | None = Non
     - CPU: a student whose chapter runs takes ``run_cpu_s`` CPU seconds in
       ``run_wall_s``, so ``cores / (run_cpu_s / run_wall_s)`` run at once without
       waiting on each other (a chapter's timeouts assume it is not starved);
-    - memory limit per server: peak RSS x :data:`LIMIT_HEADROOM`, to 0.25 GB;
+    - memory limit per server: peak RSS (the heaviest chapter's) x
+      :data:`LIMIT_HEADROOM`, to 0.25 GB;
     - concurrent spawn limit: starts that together keep the cores busy, no more
       (``cores / (start_cpu_s / start_wall_s)``), at least 1;
     - cull timeout: the culler's default when every student has a seat, else shorter.
@@ -125,7 +136,8 @@ def fit(fig: Figures, cores: int, memory_gb: float, class_size: int | None = Non
     start_cores = max(fig.start_cpu_s / fig.start_wall_s, 1e-6)
     spawn = max(1, int(cores / start_cores + 1e-9))
     students = min(by_memory, by_cpu)
-    notes = [f"host reserve {reserve_gb:g} GB (not measured: OS, hub, page cache)",
+    notes = [*fig.notes,
+             f"host reserve {reserve_gb:g} GB (not measured: OS, hub, page cache)",
              f"one chapter run uses {run_cores:.2f} cores on average; a start "
              f"{start_cores:.2f} cores for {fig.start_wall_s:.0f} s"]
     short = class_size is not None and class_size > students
@@ -160,20 +172,35 @@ def gb(value: float) -> str:
 def load(folder: Path) -> dict[str, Any]:
     """Every measurement saved in ``folder``: ``stacks-<profile>.json`` (a list of
     :func:`measure_stack` rows), ``class-<profile>-<n>.json`` (n students' stacks at
-    once) and ``chapter-<profile>.json`` (one student's whole chapter). A file that cannot be
-    read is named in one line (``LabError``), never skipped."""
-    got: dict[str, Any] = {"stacks": {}, "class": {}, "chapter": {}}
+    once), ``chapter-<profile>.json`` (one student's whole chapter 02) and
+    ``chapters-<profile>.json`` (whole chapters through a hub, ``bench/hub_course.py
+    --save``). A file that cannot be read is named in one line (``LabError``), never
+    skipped: a fit without it would be wrong without a word."""
+    got: dict[str, Any] = {"stacks": {}, "class": {}, "chapter": {}, "chapters": {},
+                           "folder": str(folder)}
     for path in sorted(Path(folder).glob("*.json")):
         try:
-            data = json.loads(path.read_text())
+            text = path.read_text()
+        except OSError as exc:
+            raise LabError(f"{path}: cannot be read ({exc})") from exc
+        if path.name.startswith("chapters-"):
+            got["chapters"][path.stem.removeprefix("chapters-")] = hub_course.parse_peaks(
+                text, str(path))
+            continue
+        try:
+            data = json.loads(text)
         except ValueError as exc:
             raise LabError(f"{path}: not JSON ({exc}); delete it or measure again") from exc
-        if path.name.startswith("stacks-"):
-            got["stacks"][path.stem.removeprefix("stacks-")] = data
-        elif path.name.startswith("class-"):
-            got["class"].setdefault(data["profile"], {})[data["students"]] = data
-        elif path.name.startswith("chapter-"):
-            got["chapter"][data["profile"]] = data
+        try:
+            if path.name.startswith("stacks-"):
+                got["stacks"][path.stem.removeprefix("stacks-")] = list(data)
+            elif path.name.startswith("class-"):
+                got["class"].setdefault(data["profile"], {})[data["students"]] = data
+            elif path.name.startswith("chapter-"):
+                got["chapter"][data["profile"]] = data
+        except (KeyError, TypeError) as exc:
+            raise LabError(f"{path}: not a measurement of make classroom-plan (no "
+                           f"{exc}); delete it or measure again") from exc
     return got
 
 
@@ -184,8 +211,12 @@ def figures(data: dict[str, Any], profile: str, chapter: str = "02_at_least_once
     Memory per seat: the marginal PSS of ``chapter``'s stacks over 1, 2, 3 students at
     once, plus what the whole chapter adds on top of its stack alone (the grader's
     children, Kafka's CLI tools: one student's chapter peak minus one stack's peak, if
-    more), so the figure holds *with the chapter running*. Memory limit: the chapter
-    run's peak RSS. CPU: the chapter run's CPU over its wall time. Start: the stack's.
+    more), so the figure holds *with the chapter running*; plus what the heaviest
+    chapter measured whole adds above ``chapter`` (:func:`seat_excess`), since a seat
+    must hold whichever chapter its student runs. Memory limit: the largest peak RSS of
+    ``chapter``'s run and of every chapter measured whole (:func:`limit_source`). CPU:
+    ``chapter``'s run over its wall time (the chapter rows hold no CPU time). Start:
+    the stack's.
     """
     runs = data["class"].get(profile, {})
     stack = next((r for r in data["stacks"].get(profile, []) if r["chapter"] == chapter), None)
@@ -196,9 +227,94 @@ def figures(data: dict[str, Any], profile: str, chapter: str = "02_at_least_once
                        f"(have students {sorted(runs)}, stack {'yes' if stack else 'no'}, "
                        f"chapter run {'yes' if run else 'no'}): run `make classroom-plan`")
     one = run["per_student"]["s1"]
-    return Figures(profile, marginal_per_seat(runs, run), max(one["peak_rss"],
-                   runs[1]["peak_rss"]), one["cpu_s"], one["wall_s"], stack["start_cpu_s"],
-                   stack["start_wall_s"])
+    rows = data["chapters"].get(profile, [])
+    limit_chapter, peak_rss = limit_source(rows, chapter,
+                                           max(one["peak_rss"], runs[1]["peak_rss"]))
+    seat_chapter, excess, why = seat_excess(rows, chapter, one["peak_pss"])
+    per_seat = marginal_per_seat(runs, run)
+    notes = [f"memory limit from {limit_chapter}'s peak RSS {gb(peak_rss)} x "
+             f"{LIMIT_HEADROOM:g}",
+             f"memory per seat {gb(per_seat + excess)}: {chapter}'s {gb(per_seat)}"
+             + (f" + {gb(excess)} {why}" if excess else f" ({why})")]
+    missing = [c for c in stacks.STACKS if c not in {r["chapter"] for r in rows}]
+    if not rows:
+        notes.append(f"no chapter measured whole for profile {profile}: the limit and "
+                     f"the seats cover {chapter} only, and heavier chapters need more; "
+                     "measure them (as root, alone): bench/hub_course.py --students 1 "
+                     f"--profile {profile} --chapters {' '.join(c[:2] for c in missing)} "
+                     f"--save {data.get('folder', 'results/classroom-plan')}")
+    elif [c for c in missing if c != chapter]:
+        notes.append("not measured whole, so not covered: "
+                     + ", ".join(c for c in missing if c != chapter))
+    notes += [f"{r['chapter']}'s claim did not hold in its measured run: its peaks may be "
+              "under a whole run's" for r in rows if not r["held"]]
+    return Figures(profile, per_seat + excess, peak_rss, one["cpu_s"], one["wall_s"],
+                   stack["start_cpu_s"], stack["start_wall_s"], limit_chapter,
+                   seat_chapter, notes)
+
+
+def _heaviest(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    seen = [r for r in rows if r[key] is not None]
+    return max(seen, key=lambda r: r[key]) if seen else None
+
+
+def limit_source(rows: list[dict[str, Any]], chapter: str, chapter_rss: float
+                 ) -> tuple[str, float]:
+    """The chapter whose peak RSS the memory limit must cover, and that RSS: the largest
+    of ``chapter``'s own run and of every chapter row. Rows measured through a hub
+    include the student's server, which a server's limit holds too, so taking the
+    largest of both methods is what a limit needs."""
+    top = _heaviest(rows, "peak_rss")
+    if top is None or top["peak_rss"] <= chapter_rss:
+        return chapter, chapter_rss
+    return top["chapter"], float(top["peak_rss"])
+
+
+def seat_excess(rows: list[dict[str, Any]], chapter: str, chapter_pss: float
+                ) -> tuple[str, float, str]:
+    """The heaviest chapter by whole-run PSS, what it adds above ``chapter``'s whole run
+    (>= 0) and a line saying against what.
+
+    A fair difference needs both sides measured the same way: rows come through a hub
+    (the student's server counted, ~75 MB), ``chapter``'s own run through papermill
+    (papermill counted instead, ~90 MB). So ``chapter``'s row, when the rows have one,
+    is the reference; only without it is the papermill run used, and the line says so.
+    """
+    own = next((r for r in rows if r["chapter"] == chapter and r["peak_pss"] is not None),
+               None)
+    ref = float(own["peak_pss"]) if own else chapter_pss
+    top = _heaviest(rows, "peak_pss")
+    if top is None:
+        return chapter, 0.0, "no chapter measured whole"
+    if own is None:
+        how = f"{top['chapter']} through the hub, {chapter} without one: papermill in " \
+              "place of the server"
+    elif own["students"] == top["students"]:
+        how = f"both through the hub, {own['students']} student(s) at once"
+    else:  # a student's PSS shrinks as more share the pages: said, not corrected
+        how = (f"both through the hub, {top['students']} and {own['students']} students "
+               "at once")
+    if top["peak_pss"] <= ref:
+        return chapter, 0.0, f"no chapter measured whole peaks above it; {how}"
+    return top["chapter"], top["peak_pss"] - ref, (
+        f"for {top['chapter']}, whose run peaks at PSS {gb(top['peak_pss'])} against "
+        f"{chapter}'s {gb(ref)} ({how})")
+
+
+def chapters_table(data: dict[str, Any]) -> str:
+    """Whole chapters measured through a hub (``bench/hub_course.py --save``), per
+    profile: the largest per-student peaks, in GB."""
+    lines = ["| profile | chapter | students at once | peak PSS | peak RSS | cgroup peak "
+             "(page cache incl.) | wall s | held |", "|---|---|---|---|---|---|---|---|"]
+    for p in PROFILES:
+        for r in data["chapters"].get(p, []):
+            cells = [gb(r[k]) if r[k] is not None else "-"
+                     for k in ("peak_pss", "peak_rss", "cgroup_peak")]
+            lines.append(f"| {p} | {r['chapter']} | {r['students']} | {' | '.join(cells)} "
+                         f"| {r['wall_s']:.0f} | {'held' if r['held'] else 'FAILED'} |")
+    if len(lines) == 2:
+        return "(none measured: bench/hub_course.py --save)"
+    return "\n".join(lines)
 
 
 def chapter_excess(runs: Mapping[int, dict[str, Any]], run: dict[str, Any]) -> float:
@@ -299,15 +415,20 @@ def report(data: dict[str, Any], cores: int, memory_gb: float,
     parts = ["### Each chapter's stack alone", "", stack_table(data), "",
              "### Chapter 02 by 1, 2, 3 students at once", "", class_table(data), "",
              "### One student's chapter 02 at its peak, PSS in GB by part", "",
-             parts_table(data), ""]
+             parts_table(data), "",
+             "### Whole chapters through a hub, the largest student's peaks", "",
+             chapters_table(data), ""]
     for p in PROFILES:
         try:
-            f = fit(figures(data, p), cores, memory_gb, class_size)
+            fig = figures(data, p)
+            f = fit(fig, cores, memory_gb, class_size)
         except LabError as exc:
             parts += [f"### Profile {p}: no fit yet", str(exc), ""]
             continue
         parts += [f"### Profile {p} on {cores} cores, {memory_gb:g} GB",
-                  f"{f.students} students (memory allows {f.by_memory}, CPU {f.by_cpu})",
+                  f"{f.students} students (memory allows {f.by_memory}, CPU {f.by_cpu}); "
+                  f"memory limit set by {fig.limit_chapter}, memory per seat "
+                  f"{gb(fig.marginal_pss)} set by {fig.seat_chapter}",
                   *(f"- {n}" for n in f.notes), "", "```python", hub_settings(f), "```", ""]
     return "\n".join(parts)
 

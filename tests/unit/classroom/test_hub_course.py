@@ -104,3 +104,56 @@ def test_the_tables_show_each_student_and_each_chapters_spread():
     assert hc.chapter_summary(rows) == (
         "00_tour: held for 1/2 students; wall 52-60 s; cgroup peak 1200-1300 MiB; "
         "PSS peak 800 MiB; RSS peak 1000 MiB")
+
+
+def test_each_chapters_row_for_the_plan_holds_its_largest_student():
+    def row(student: str, chapter: str, wall: float, cgroup: int | None, pss: int, rss: int,
+            passed: bool = True) -> hc.StudentChapter:
+        return hc.StudentChapter(student, hc.chapter_run(chapter, wall, results(
+            chapter, passed, (passed,)), None), None if cgroup is None else cgroup * MIB,
+            Memory(pss=pss * MIB, rss=rss * MIB))
+    rows = [row("ann", "00_tour", 55.4, 1022, 971, 1100),
+            row("ann", "07_exactly_once_sources", 182.0, 2867, 1976, 2263),
+            row("ben", "00_tour", 56.04, None, 1002, 1090, passed=False)]
+    rows.append(hc.StudentChapter("cat", hc.chapter_run("00_tour", 50, results("00_tour"),
+                                                        None), 1045 * MIB, None))
+    peaks = hc.chapter_peaks(rows, students=3)
+    assert peaks == [
+        {"chapter": "00_tour", "students": 3, "peak_pss": 1002 * MIB, "peak_rss": 1100 * MIB,
+         "cgroup_peak": 1045 * MIB, "wall_s": 56.0, "held": False},
+        {"chapter": "07_exactly_once_sources", "students": 3, "peak_pss": 1976 * MIB,
+         "peak_rss": 2263 * MIB, "cgroup_peak": 2867 * MIB, "wall_s": 182.0, "held": True}]
+    # nothing sampled for a chapter: its peaks are null, not zero
+    alone = hc.chapter_peaks([rows[-1]], students=1)[0]
+    assert (alone["peak_pss"], alone["peak_rss"], alone["held"]) == (None, None, True)
+
+
+def test_saved_rows_merge_a_later_measurement_replacing_the_earlier(tmp_path: Path):
+    def row(chapter: str, pss: int) -> dict:
+        return {"chapter": chapter, "students": 1, "peak_pss": pss * MIB,
+                "peak_rss": 2 * pss * MIB, "cgroup_peak": None, "wall_s": 10.0, "held": True}
+    path = hc.save_peaks(tmp_path / "plan", "light", [row("07_exactly_once_sources", 1900),
+                                                      row("00_tour", 1049)])
+    assert path == tmp_path / "plan" / "chapters-light.json"
+    hc.save_peaks(tmp_path / "plan", "light", [row("07_exactly_once_sources", 1976),
+                                              row("01_at_most_once", 1217)])
+    saved = hc.parse_peaks(path.read_text(), str(path))
+    assert [(r["chapter"], r["peak_pss"] // MIB) for r in saved] == [
+        ("00_tour", 1049), ("01_at_most_once", 1217), ("07_exactly_once_sources", 1976)]
+    assert not (tmp_path / "plan" / "chapters-default.json").exists()
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[1]", "row 0 is not an object"),
+    ('[{"chapter": "00_tour", "students": 0, "peak_pss": 1, "peak_rss": 1, '
+     '"cgroup_peak": null, "wall_s": 1, "held": true}]', "students=0"),
+    ('[{"chapter": "00_tour", "students": 1, "peak_pss": -1, "peak_rss": 1, '
+     '"cgroup_peak": null, "wall_s": 1, "held": true}]', "peak_pss=-1"),
+    ('[{"chapter": "00_tour", "students": 1, "peak_pss": 1, "peak_rss": 1, '
+     '"cgroup_peak": null, "wall_s": 1, "held": "yes"}]', "held='yes'"),
+])
+def test_a_bad_saved_row_is_refused_naming_the_file(text: str, says: str):
+    with pytest.raises(LabError, match=says) as err:
+        hc.parse_peaks(text, "results/x/chapters-light.json")
+    assert str(err.value).startswith("results/x/chapters-light.json: row 0")
+    assert "\n" not in str(err.value)

@@ -4,6 +4,7 @@ its hub settings, the report from saved measurements. No process is started."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,133 @@ def test_figures_say_what_is_missing(tmp_path: Path):
     (tmp_path / "class-light-1.json").write_text(json.dumps(_class_run("light", 1, GB)))
     with pytest.raises(LabError, match=r"have students \[1\], stack no, chapter run no"):
         plan.figures(plan.load(tmp_path), "light")
+
+
+# --- the heaviest chapter, measured whole through a hub (issue 31) ----------------------
+
+MIB = 2**20
+
+
+def _light_folder(folder: Path, chapters: list[dict] | None) -> Path:
+    """Chapter 02 measured by make classroom-plan for the light profile (stacks 1, 2, 3
+    at 0.7, 1.3, 1.9 GB; its whole run 0.81 GB PSS, 0.92 GB RSS), and ``chapters`` as
+    bench/hub_course.py --save writes them (none: no file)."""
+    stack = {"chapter": "02_at_least_once", "profile": "light", "peak_pss": 0.7 * GB,
+             "peak_rss": 0.8 * GB, "start_wall_s": 7.0, "start_cpu_s": 8.0}
+    (folder / "stacks-light.json").write_text(json.dumps([stack]))
+    for n, total in ((1, 0.7 * GB), (2, 1.3 * GB), (3, 1.9 * GB)):
+        run = _class_run("light", n, total)
+        run["peak_rss"] = run["per_student"]["s1"]["peak_rss"] = 0.8 * GB
+        (folder / f"class-light-{n}.json").write_text(json.dumps(run))
+    whole = _class_run("light", 1, 0.81 * GB)
+    whole["per_student"]["s1"].update(peak_rss=0.92 * GB, cpu_s=18.0, wall_s=56.0)
+    (folder / "chapter-light.json").write_text(json.dumps(whole))
+    if chapters is not None:
+        (folder / "chapters-light.json").write_text(json.dumps(chapters))
+    return folder
+
+
+def _row(chapter: str, pss: int | None, rss: int | None, cgroup: int | None,
+         held: bool = True, students: int = 1) -> dict:
+    return {"chapter": chapter, "students": students,
+            "peak_pss": None if pss is None else pss * MIB,
+            "peak_rss": None if rss is None else rss * MIB,
+            "cgroup_peak": None if cgroup is None else cgroup * MIB,
+            "wall_s": 100.0, "held": held}
+
+
+def test_a_heavier_chapter_raises_the_limit_and_lowers_the_seats(tmp_path: Path):
+    (tmp_path / "a").mkdir()
+    base = plan.figures(plan.load(_light_folder(tmp_path / "a", None)), "light")
+    rows = [_row("02_at_least_once", 919, 1014, 1190),
+            _row("00_tour", 1049, None, 1029),  # no RSS sampled: counts for PSS only
+            _row("05_spark_pipeline", 1346, 1521, 1363),
+            _row("07_exactly_once_sources", 1976, 2263, 2867)]
+    (tmp_path / "b").mkdir()
+    data = plan.load(_light_folder(tmp_path / "b", rows))
+    fig = plan.figures(data, "light")
+    # chapter 02 alone: 0.6 GB a stack + 0.11 GB its whole run adds; the limit its RSS
+    assert base.marginal_pss == pytest.approx(0.71 * GB)
+    assert base.peak_rss == pytest.approx(0.92 * GB)
+    assert fig.limit_chapter == fig.seat_chapter == "07_exactly_once_sources"
+    assert fig.peak_rss == 2263 * MIB
+    # a seat holds chapter 07's run: 1976 - 919 MiB above chapter 02's, both via the hub
+    assert fig.marginal_pss == pytest.approx(0.71 * GB + (1976 - 919) * MIB)
+    old, new = plan.fit(base, 16, 64.0), plan.fit(fig, 16, 64.0)
+    assert (old.mem_limit_gb, new.mem_limit_gb) == (1.25, 3.0)  # 2263 MiB x 1.25 = 2.76
+    assert (old.by_memory, new.by_memory) == (87, 35)  # 62 GB / 0.71, / 1.74
+    assert new.students == 35 < old.students == 49  # memory binds now, not CPU
+    text = plan.report(data, cores=16, memory_gb=64.0)
+    assert "memory limit set by 07_exactly_once_sources, memory per seat 1.74 GB set by " \
+           "07_exactly_once_sources" in text
+    assert "memory limit from 07_exactly_once_sources's peak RSS 2.21 GB x 1.25" in text
+    assert "+ 1.03 GB for 07_exactly_once_sources, whose run peaks at PSS 1.93 GB against " \
+           "02_at_least_once's 0.90 GB (both through the hub, 1 student(s) at once)" in text
+    assert "c.Spawner.mem_limit = '3G'" in text
+    assert "| light | 07_exactly_once_sources | 1 | 1.93 GB | 2.21 GB | 2.80 GB | 100 | held |" \
+        in text and "| light | 00_tour | 1 | 1.02 GB | - | 1.00 GB |" in text
+    assert "not measured whole, so not covered: 01_at_most_once, 03_idempotent_producer, " \
+           "04_transactions, 06_side_effects, 08_cost_of_guarantees, 09_kafka_bugs" in text
+
+
+def test_without_chapter_02_through_the_hub_the_papermill_run_is_the_reference(
+        tmp_path: Path):
+    data = plan.load(_light_folder(tmp_path, [_row("07_exactly_once_sources", 1976, 2263,
+                                                   2867, students=3)]))
+    fig = plan.figures(data, "light")
+    assert fig.marginal_pss == pytest.approx(0.71 * GB + 1976 * MIB - 0.81 * GB)
+    assert any("07_exactly_once_sources through the hub, 02_at_least_once without one: "
+               "papermill in place of the server" in n for n in fig.notes)
+
+
+def test_rows_of_different_class_sizes_are_compared_as_measured_and_said(tmp_path: Path):
+    fig = plan.figures(plan.load(_light_folder(tmp_path, [
+        _row("02_at_least_once", 880, 1000, 1199, students=3),
+        _row("07_exactly_once_sources", 1976, 2263, 2867)])), "light")
+    assert fig.marginal_pss == pytest.approx(0.71 * GB + (1976 - 880) * MIB)
+    assert any("both through the hub, 1 and 3 students at once" in n for n in fig.notes)
+
+
+def test_a_lighter_chapter_changes_nothing_and_a_failed_run_is_said(tmp_path: Path):
+    fig = plan.figures(plan.load(_light_folder(tmp_path, [
+        _row("02_at_least_once", 919, 1014, 1190),
+        _row("03_idempotent_producer", 874, 961, 801, held=False)])), "light")
+    assert (fig.limit_chapter, fig.peak_rss) == ("02_at_least_once", 1014 * MIB)
+    assert fig.seat_chapter == "02_at_least_once"
+    assert fig.marginal_pss == pytest.approx(0.71 * GB)
+    assert any("03_idempotent_producer's claim did not hold" in n for n in fig.notes)
+
+
+def test_with_no_chapter_measured_whole_the_report_says_what_to_run(tmp_path: Path):
+    data = plan.load(_light_folder(tmp_path, None))
+    fig = plan.figures(data, "light")
+    assert (fig.limit_chapter, fig.seat_chapter) == ("02_at_least_once",) * 2
+    assert fig.peak_rss == pytest.approx(0.92 * GB)
+    text = plan.report(data, cores=2, memory_gb=24.0)
+    assert "c.Spawner.mem_limit = '1.25G'" in text
+    assert "the limit and the seats cover 02_at_least_once only" in text
+    assert ("bench/hub_course.py --students 1 --profile light --chapters 00 01 02 03 04 05 "
+            f"06 07 08 09 --save {tmp_path}") in text
+    assert "(none measured: bench/hub_course.py --save)" in text
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("{half", "not JSON"),
+    ('{"chapter": "07"}', "not a list but dict"),
+    ('[{"chapter": "07_exactly_once_sources"}]', "row 0 lacks students, peak_pss"),
+    (json.dumps([{**_row("07_exactly_once_sources", 1976, 2263, 2867), "peak_rss": "2G"}]),
+     "row 0 (07_exactly_once_sources): peak_rss='2G'"),
+])
+def test_a_bad_chapters_file_is_named_in_one_line(tmp_path: Path, text: str, says: str):
+    _light_folder(tmp_path, None)
+    (tmp_path / "chapters-light.json").write_text(text)
+    with pytest.raises(LabError, match=re.escape(says)) as err:
+        plan.load(tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / 'chapters-light.json'}: ")
+    assert "\n" not in str(err.value)
+
+
+def test_a_class_file_without_its_fields_is_named(tmp_path: Path):
+    (tmp_path / "class-light-1.json").write_text('{"students": 1}')
+    with pytest.raises(LabError, match=r"class-light-1.json: not a measurement .* 'profile'"):
+        plan.load(tmp_path)
