@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import LabError, bad_value
 from . import course, stacks
-from .measure import Memory, Sample, read_memory
+from .measure import Memory, Sample, total_memory
 
 MIB = 2**20
 
@@ -102,12 +102,7 @@ def uid_memory(uid: int) -> tuple[Memory, int]:
     (:class:`.measure.Sampler`'s ``measure``, with a uid as the root)."""
     from .hub import processes_of
 
-    total, count = Memory(), 0
-    for pid in processes_of(uid):
-        m = read_memory(pid)
-        if m is not None:
-            total, count = total + m, count + 1
-    return total, count
+    return total_memory(processes_of(uid))
 
 
 def window_peak(samples: Sequence[Sample], label: str, start: float, end: float

@@ -19,7 +19,7 @@ from typing import Any
 from dockerspawner import DockerSpawner
 from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
-from traitlets import Dict, Unicode, default
+from traitlets import Dict, HasTraits, Unicode, default
 
 from . import hub_docker
 from .hub import HubSettings, ensure_student, sweep
@@ -46,7 +46,20 @@ class WorkshopAuthenticator(SharedPasswordAuthenticator):
         return await super().authenticate(handler, data)
 
 
-class StudentSpawner(LocalProcessSpawner):
+class ClassroomSettings(HasTraits):
+    """What both spawners read: the classroom's settings, from the file the hub's
+    configuration names (``c.<Spawner>.settings_path``), loaded once per spawner."""
+
+    settings_path = Unicode(config=True, help="the classroom's settings.json")
+
+    @property
+    def classroom(self) -> HubSettings:
+        if not hasattr(self, "_classroom"):
+            self._classroom = HubSettings.load(self.settings_path)
+        return self._classroom
+
+
+class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
     """LocalProcessSpawner with one Unix user per student (``<prefix><name>``).
 
     :meth:`start` creates the user and their private home with the course on first use;
@@ -56,14 +69,6 @@ class StudentSpawner(LocalProcessSpawner):
     process left with the student's uid (:func:`.hub.sweep`): kernels and their reapers
     run in sessions of their own, so the server's process group is not enough.
     """
-
-    settings_path = Unicode(config=True, help="the classroom's settings.json")
-
-    @property
-    def classroom(self) -> HubSettings:
-        if not hasattr(self, "_classroom"):
-            self._classroom = HubSettings.load(self.settings_path)
-        return self._classroom
 
     def unix_user(self) -> pwd.struct_passwd:
         return pwd.getpwnam(self.classroom.unix_name(self.user.name))
@@ -124,19 +129,11 @@ class StudentSpawner(LocalProcessSpawner):
         self.log.info("Swept every process of %s (uid %d)", self.user.name, uid)
 
 
-class ClassDockerSpawner(DockerSpawner):
+class ClassDockerSpawner(ClassroomSettings, DockerSpawner):
     """DockerSpawner for the class: the container is named ``<prefix><name>`` and
     labelled with the class (:func:`.hub_docker.remove_class` finds it), mounts the
     student's ``<home>/labs`` and nothing else (no engine socket), and is removed when
     the server stops (``remove``), which ends every process the student started."""
-
-    settings_path = Unicode(config=True, help="the classroom's settings.json")
-
-    @property
-    def classroom(self) -> HubSettings:
-        if not hasattr(self, "_classroom"):
-            self._classroom = HubSettings.load(self.settings_path)
-        return self._classroom
 
     @default("object_name")
     def _object_name_default(self) -> str:

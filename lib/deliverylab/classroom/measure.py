@@ -98,15 +98,22 @@ def tree(root: int) -> list[int]:
         return []
 
 
-def tree_memory(root: int, read: Callable[[int], Memory | None] = read_memory
-                ) -> tuple[Memory, int]:
-    """The summed memory of ``root``'s tree and how many processes it counted."""
+def total_memory(pids: Iterable[int], read: Callable[[int], Memory | None] = read_memory
+                 ) -> tuple[Memory, int]:
+    """The summed memory of ``pids`` and how many of them could be read (a process
+    that ended meanwhile is not counted)."""
     total, count = Memory(), 0
-    for pid in tree(root):
+    for pid in pids:
         m = read(pid)
         if m is not None:
             total, count = total + m, count + 1
     return total, count
+
+
+def tree_memory(root: int, read: Callable[[int], Memory | None] = read_memory
+                ) -> tuple[Memory, int]:
+    """The summed memory of ``root``'s tree and how many processes it counted."""
+    return total_memory(tree(root), read)
 
 
 def tree_cpu(root: int) -> float:
