@@ -30,8 +30,10 @@ from ..runtime import classpaths, jars
 GIB = 1024**3
 #: Measured (``bench/docker_cluster.py``, README "Hardware"): a 3-broker cluster uses
 #: about 0.6 GB resident, Spark's driver about 0.5-0.7 GB once it has read a topic, the
-#: kernel and JupyterLab about 0.3 GB. Rounded up so a student never swaps.
-NEED_MEMORY = 2.0 * GIB
+#: kernel and JupyterLab about 0.3 GB. The heaviest chapter, 07 (three brokers, two
+#: Connect clusters, Spark), peaked at 2.2 GiB RSS for everything of one student through
+#: the hub (``bench/hub_course.py``, light profile): rounded up so a student never swaps.
+NEED_MEMORY = 2.5 * GIB
 WANT_MEMORY = 3.0 * GIB
 NEED_DISK = 1.0 * GIB  # logs and topic data of a chapter are small; the jars ~0.5 GB
 JUPYTER_PORT = 8888
