@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..clients import config
 from ..errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning, bad_value
+from ..process import lablog
 from ..process.children import start_reaper, tail
 from ..process.ports import check_port, free_ports
 from ..runtime import jars
@@ -32,6 +33,7 @@ from .properties import ClusterSpec, NodePorts, new_kafka_id
 
 BACKENDS = ("local", "docker", "auto")
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
+_log = lablog.logger(__name__)
 
 
 class _StartMethod:
@@ -172,8 +174,31 @@ class Cluster:
         return ClusterSpec(tuple(nodes), new_kafka_id(), self.overrides, controllers,
                            self.quorum_plan.voters)
 
+    #: Starts tried with ports the kernel picked (:func:`free_ports`) before a
+    #: :class:`PortTaken` is raised: a port free when picked can be taken before the
+    #: broker binds it (another process's outgoing connection gets an ephemeral port
+    #: from the same range; seen once in CI with two test workers).
+    PORT_ATTEMPTS = 3
+
     def _start(self) -> Cluster:
-        """Start every node and wait until the cluster can really serve."""
+        """Start every node and wait until the cluster can really serve; on a port
+        taken in between, start again on other ports (only with picked ports and a
+        data folder of its own: given ports or a given folder are the caller's)."""
+        for attempt in range(1, self.PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except PortTaken as exc:
+                if (self.base_port is not None or not self._own_dir or self.keep_data
+                        or attempt == self.PORT_ATTEMPTS):
+                    raise
+                _log.warning("%s; starting again on other ports (attempt %d of %d)",
+                             exc, attempt + 1, self.PORT_ATTEMPTS)
+                # _start_once stopped everything and removed the folder: begin afresh.
+                self.spec, self.states, self.start_phases = None, {}, {}
+                self.workdir = Path(tempfile.mkdtemp(prefix="deliverylab-cluster-"))
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _start_once(self) -> Cluster:
         if self.spec is not None:
             return self
         t0 = time.monotonic()
