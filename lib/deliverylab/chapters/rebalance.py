@@ -423,7 +423,7 @@ def _raise_member_error(run: _Run) -> None:
 
 def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
                    partitions: int = 6, rate: float = 300.0, warmup_s: float = 2.0,
-                   stall_s: float = 8.0, settle_s: float = 5.0, max_poll_ms: int = 6000,
+                   stall_s: float = 10.0, settle_s: float = 5.0, max_poll_ms: int = 6000,
                    session_ms: int = 6000, heartbeat_ms: int = 1000,
                    flush_s: float = FLUSH_S) -> GroupRun:
     """Run a group of ``members`` on a new ``partitions``-partition topic ``<name>``
