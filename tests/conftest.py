@@ -52,6 +52,31 @@ def pytest_configure(config: pytest.Config) -> None:
     faulthandler.enable(file=dump, all_threads=True)
 
 
+#: Where the suite's longest tests live (whole chapters, the grader's calibration: minutes
+#: each), then the rest of the real-broker tests; unit tests (milliseconds) last.
+_FIRST = ("tests/labs/", "tests/integration/grade/")
+_UNIT = "tests/unit/"
+
+
+@pytest.hookimpl(tryfirst=True)  # before tests/browser's hook, which puts the book last
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest first, so that no worker picks up a five-minute chapter when the others
+    are almost done: ``make test`` hands xdist's workers one test at a time in this order
+    (scripts/test-suite.sh), and the short unit tests at the end fill the gaps. A stable
+    sort: within a group the collection order stays (every worker must compute the same
+    order)."""
+    root = Path(str(config.rootpath))
+
+    def group(item: pytest.Item) -> int:
+        rel = Path(item.path).resolve().relative_to(root).as_posix() if Path(
+            item.path).resolve().is_relative_to(root) else str(item.path)
+        if rel.startswith(_FIRST):
+            return 0
+        return 2 if rel.startswith(_UNIT) else 1
+
+    items.sort(key=group)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """A worker that ends alive leaves no empty dump behind."""
     dump = config.stash.get(_CRASH_FILE, None)

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` runs it: the parallel part, then the solo part.
+#
+# Why a script and not two make lines: while the parallel part runs, the lab image that
+# only the solo part needs is built beside it. The parallel part mostly waits on Kafka's
+# timeouts (a cold run used ~0.6 of the 2 cores on average), and a cold lab image is
+# minutes of CPU (debootstrap, a bundle of wheels, two docker builds): done in the
+# solo part it was the longest thing there, done here it overlaps with the waiting.
+# The solo part's fixture then finds the image up to date (the image's label records its
+# inputs), or builds it itself if the build beside failed; either way it says so.
+#
+#   scripts/test-suite.sh PYTHON WORKERS [PYTEST ARGS...]
+# With pytest arguments (a narrowed run), nothing is built beside: the run may not need it.
+# DELIVERYLAB_PREBUILD=0 turns the build beside off.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 2 ] || { echo "usage: $0 PYTHON WORKERS [PYTEST ARGS...]" >&2; exit 2; }
+PY="$1"
+WORKERS="$2"
+shift 2
+
+mkdir -p build
+prebuild_pid=""
+stop_prebuild() {
+    # Nothing outlives the suite: the build beside runs in a process group of its own.
+    [ -n "$prebuild_pid" ] && kill -TERM -- "-$prebuild_pid" 2>/dev/null
+    prebuild_pid=""
+}
+trap stop_prebuild EXIT INT TERM
+
+lock="${TMPDIR:-/tmp}/deliverylab-tests-docker.lock"  # the docker fixtures' lock (conftest)
+if [ $# -eq 0 ] && [ "${DELIVERYLAB_PREBUILD:-1}" != 0 ]; then
+    # The engine and debootstrap under the fixtures' lock (two apt-gets or two dockerds
+    # must not race); the image itself outside it, so the parallel part's broker image
+    # and containers never wait for it.
+    setsid bash -c "
+        flock '$lock' bash -c 'bash docker/engine.sh && { command -v debootstrap >/dev/null \
+            || [ \"\$(id -u)\" != 0 ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }' \
+        && PYTHON='$PY' bash docker/lab-image.sh" >build/prebuild.log 2>&1 </dev/null &
+    prebuild_pid=$!
+    echo "test suite: building the lab image beside the parallel part (log: build/prebuild.log)"
+fi
+
+# One test at a time to whichever worker is free, in conftest's order (the longest
+# first): xdist's default chunks would hand one worker every chapter at once.
+"$PY" -m pytest -n "$WORKERS" --dist load --maxschedchunk 1 -m "not solo" "$@"
+code=$?
+[ $code -eq 5 ] && code=0  # "no test selected": the arguments picked none of this part
+if [ $code -ne 0 ]; then
+    exit $code
+fi
+
+if [ -n "$prebuild_pid" ]; then
+    t0=$SECONDS
+    if wait "$prebuild_pid"; then
+        echo "test suite: lab image built beside ($(tail -1 build/prebuild.log)); waited $((SECONDS - t0)) s for it"
+    else
+        echo "test suite: the build beside failed; the solo part builds the image itself:" \
+             "$(tail -1 build/prebuild.log)"
+    fi
+    prebuild_pid=""
+fi
+
+"$PY" -m pytest -m solo "$@"
+code=$?
+[ $code -eq 5 ] && code=0
+exit $code
