@@ -114,8 +114,8 @@ bundle: setup
 # A JupyterHub for a class on this machine (as root): one Unix user per student
 # (dlab-<name>, home /home/dlab-<name>), the shared password CLASSROOM_PASSWORD (or a
 # class list file STUDENTS=file with `name:password` lines), the idle culler after
-# CULL_TIMEOUT s, MEM_LIMIT_GB/CPU_LIMIT per student (a cgroup each). README: "Running a
-# workshop". Ctrl-C stops the hub, every server and every student process.
+# CULL_TIMEOUT s, MEM_LIMIT_GB/CPU_LIMIT per student (a cgroup each). docs/instructors.md:
+# "make classroom". Ctrl-C stops the hub, every server and every student process.
 # SPAWNER=docker: a container of the lab image per student instead (the engine started
 # and the image built first: docker/engine.sh, docker/lab-image.sh; limits by Docker).
 SPAWNER ?= local
@@ -126,7 +126,7 @@ CHP := build/chp/node_modules/.bin/configurable-http-proxy
 $(CHP):
 	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
 # Empty: no memory cap. A class doing every chapter needs MEM_LIMIT_GB=3 (chapter 07;
-# README "Sizing a classroom").
+# docs/instructors.md, "Sizing a classroom").
 MEM_LIMIT_GB ?=
 CPU_LIMIT ?=
 export CLASSROOM_PASSWORD

@@ -2,7 +2,8 @@
 what one student's whole lab session holds (3 brokers + Spark + the Python process).
 
 Prints figures, asserts nothing (machines are noisy; run it on a quiet one). These are
-the numbers the README's "Hardware" table and ``deliverylab.classroom.doctor`` rely on.
+the numbers docs/measurements.md ("One student: hardware") and
+``deliverylab.classroom.doctor`` rely on.
 
     .venv/bin/python bench/docker_cluster.py                 # local and docker, 1 run
     .venv/bin/python bench/docker_cluster.py --runs 3 --spark

@@ -11,7 +11,8 @@ Faults come in two kinds, and both are entries:
   (a method of the same name): kill or pause a broker, lose an ack in the proxy...
 - ``client`` faults are done to a client by the client's own code at a chosen moment:
   a consumer that crashes between its processing and its commit, one that stalls past
-  ``max.poll.interval.ms``, a producer that dies mid-transaction, a zombie producer.
+  ``max.poll.interval.ms``, a producer that dies mid-transaction, a restarted
+  producer, the zombie an old instance becomes.
 
 Either way the fault lands in the History as an operation of kind ``fault`` (Jepsen's
 nemesis ops), so one timeline holds what the clients were told and what was done to
@@ -116,9 +117,20 @@ FAULTS: dict[str, Fault] = _faults(
     Fault("crash_producer", "Crash producer",
           "the producer dies after some values (mid-transaction when transactional); a "
           "new instance writes the rest", "client", scenario=True),
-    Fault("zombie_producer", "Zombie producer",
-          "a stalled producer instance comes back after its successor re-sent its values",
+    # Two faults, two lessons (chapter 03 vs 04): a *restart* is a new instance, a new
+    # producer id, that writes again what the old one wrote; a *zombie* is the old
+    # instance itself coming back, which only a transactional.id (or KIP-447's group
+    # generation) can fence.
+    Fault("restart_producer", "Restart producer",
+          "the producer is replaced mid-way (a crash and restart, a redeploy): a new "
+          "instance, with a new producer id, writes every value again, then the stalled "
+          "first instance comes back (with a transactional.id, the new instance's "
+          "init_transactions has fenced it)",
           "client", scenario=True, permits=frozenset({C.DUPLICATES, C.PIPELINE_EXTRA})),
+    Fault("zombie_producer", "Zombie producer",
+          "the old instance of a replaced transactional producer (crashed or paused "
+          "mid-transaction) comes back and writes: its epoch or its group generation is "
+          "stale, and the write is refused (chapters 04, 07)", "client"),
     Fault("crash_consumer", "Crash consumer",
           "the processing stage dies between processing and committing, in the order its "
           "mode does them (before the commit for at-least-once, after it for at-most-once,"

@@ -157,7 +157,7 @@ CLAIMS: dict[tuple[str, str], dict[str, str]] = {
     ("AT_MOST_ONCE", "isolate_leader"): {"lost": "always", "duplicates": "never"},
     ("AT_MOST_ONCE", "pause_broker"): {"duplicates": "never"},
     ("AT_MOST_ONCE", "crash_producer"): {"duplicates": "never"},
-    ("AT_MOST_ONCE", "zombie_producer"): {"duplicates": "always"},
+    ("AT_MOST_ONCE", "restart_producer"): {"duplicates": "always"},
     ("AT_MOST_ONCE", "crash_consumer"): {"pipeline_missing": "always",
                                          "pipeline_extra": "never"},
     # At least once: acks=all, retries, commit after processing.
@@ -166,7 +166,7 @@ CLAIMS: dict[tuple[str, str], dict[str, str]] = {
     ("AT_LEAST_ONCE", "isolate_leader"): {"lost": "never"},
     ("AT_LEAST_ONCE", "pause_broker"): {"lost": "never"},
     ("AT_LEAST_ONCE", "crash_producer"): {"lost": "never"},
-    ("AT_LEAST_ONCE", "zombie_producer"): {"duplicates": "always", "lost": "never"},
+    ("AT_LEAST_ONCE", "restart_producer"): {"duplicates": "always", "lost": "never"},
     ("AT_LEAST_ONCE", "crash_consumer"): {"pipeline_extra": "always",
                                           "pipeline_missing": "never"},
     # Idempotent producer: retries no longer duplicate; a new instance still does.
@@ -175,7 +175,7 @@ CLAIMS: dict[tuple[str, str], dict[str, str]] = {
     ("IDEMPOTENT", "isolate_leader"): {"duplicates": "never", "lost": "never"},
     ("IDEMPOTENT", "pause_broker"): {"duplicates": "never", "lost": "never"},
     ("IDEMPOTENT", "crash_producer"): {"duplicates": "never", "lost": "never"},
-    ("IDEMPOTENT", "zombie_producer"): {"duplicates": "always", "lost": "never"},
+    ("IDEMPOTENT", "restart_producer"): {"duplicates": "always", "lost": "never"},
     ("IDEMPOTENT", "crash_consumer"): {"pipeline_extra": "always",
                                        "pipeline_missing": "never"},
     # Transactions: every cell exactly once for read_committed readers.
@@ -186,7 +186,7 @@ CLAIMS: dict[tuple[str, str], dict[str, str]] = {
     ("TRANSACTIONAL", "pause_broker"): {"duplicates": "never", "lost": "never"},
     ("TRANSACTIONAL", "crash_producer"): {"aborted_visible_uncommitted": "always",
                                           "aborted_reads": "never"},
-    ("TRANSACTIONAL", "zombie_producer"): {"zombie_fenced": "always",
+    ("TRANSACTIONAL", "restart_producer"): {"zombie_fenced": "always",
                                            "aborted_visible_uncommitted": "always",
                                            "duplicates": "never"},
     ("TRANSACTIONAL", "crash_consumer"): {"aborted_visible_uncommitted": "always",

@@ -19,7 +19,7 @@ chapter 05's Spark Structured Streaming query (``stage="spark"``, into one of it
 Every fault is a name of the registry (:data:`deliverylab.faults.FAULTS`). Faults that
 belong to the cluster (lose_ack, isolate_leader, pause_broker) go through the
 :class:`~deliverylab.nemesis.Nemesis`, so a run records exactly what a button press
-would do; faults that belong to the clients (crash_producer, zombie_producer,
+would do; faults that belong to the clients (crash_producer, restart_producer,
 crash_consumer) are done by the clients, which record them as fault ops too.
 """
 
@@ -284,8 +284,8 @@ class _Run:
         fault = self.s.fault
         if fault == "crash_producer":
             return self._crash_producer()
-        if fault == "zombie_producer":
-            return self._zombie_producer()
+        if fault == "restart_producer":
+            return self._restart_producer()
         on_sent = None
         if fault in ("lose_ack", "isolate_leader", "pause_broker"):
             on_sent = self._background_fault(fault)
@@ -388,7 +388,7 @@ class _Run:
         rest = self.s.values - self.trigger
         self.producer(process="producer-1").run(rest, start_seq=0)
 
-    def _zombie_producer(self) -> None:
+    def _restart_producer(self) -> None:
         """Two instances of one producer: a stalled one comes back after its successor.
 
         Transactional: the successor's init fences the zombie, whose next commit fails
@@ -414,7 +414,7 @@ class _Run:
             recorder.settle("no delivery report after 30 s")
         # The successor: the same logical producer, restarted, writes everything again.
         self.producer().run(self.s.values)
-        self.history.record("zombie", "fault", "info", fault="zombie_producer",
+        self.history.record("zombie", "fault", "info", fault="restart_producer",
                             txn=zombie.txn if zombie else None,
                             detail="the stalled first instance comes back")
         fenced = False

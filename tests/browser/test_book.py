@@ -158,3 +158,42 @@ def test_every_chapter_reads_offline_with_plots_presses_and_no_stderr(
     page.goto(target[0])
     assert page.url.startswith((built / "02_at_least_once.html").as_uri())
     assert requests == [], f"the book asked the network for: {requests[:10]}"
+
+
+def test_the_instructors_guide_reads_offline_beside_the_chapters(built: Path, page,
+                                                                  artifacts: str):
+    """The guides of docs/ are pages of the same book: listed on the contents page, and
+    the instructors' guide opens offline with its sidebar sections and its links to the
+    measurements leading to a heading that is there."""
+    shots = Path(artifacts).resolve() / "book-screenshots"
+    shots.mkdir(exist_ok=True)
+    requests: list[str] = []
+    _offline(page, requests)
+    page.goto((built / "index.html").as_uri())
+    guides = sorted(p.stem for p in (ROOT / "docs").glob("*.md"))
+    assert page.locator("a.dl-book-guide-link").count() == len(guides)
+    page.click("a.dl-book-guide-link >> nth=0")
+    page.wait_for_load_state("load")
+    assert page.url.endswith("guide-instructors.html")
+    assert page.locator("main h1").inner_text().strip() == "The instructors' guide"
+    page.screenshot(path=str(shots / "guide-instructors.png"), full_page=True)
+    sections = page.locator(".dl-book-sections a")
+    assert sections.count() >= 5
+    broken = sections.evaluate_all(
+        "as => as.map(a => a.getAttribute('href').slice(1)).filter(id => "
+        "document.querySelectorAll('[id=\"' + CSS.escape(id) + '\"]').length !== 1)")
+    assert broken == []
+    # The sidebar reaches the chapters from the guide, and the guides from a chapter.
+    assert page.locator(".dl-book-nav a[href='00_tour.html']").count() == 1
+    # A link into the measurements lands on a heading of that page.
+    link = page.locator("main a[href^='guide-measurements.html#']").first
+    target = link.get_attribute("href")
+    link.click()
+    page.wait_for_load_state("load")
+    anchor = target.split("#", 1)[1]
+    assert page.locator(f"[id='{anchor}']").count() == 1, target
+    # Search finds a guide's section.
+    page.fill(".dl-book-search", "offline bundle")
+    hits = page.locator(".dl-book-hit a").evaluate_all("as => as.map(a => a.href)")
+    assert any("guide-instructors.html#the-offline-bundle" in h for h in hits), hits
+    assert requests == [], f"the guides asked the network for: {requests[:10]}"

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.cluster
 
 
 def test_a_transactional_zombie_is_fenced_and_its_values_never_read(cluster: Cluster):
-    run = Scenario("TRANSACTIONAL", "zombie_producer", values=200).run(1, cluster)
+    run = Scenario("TRANSACTIONAL", "restart_producer", values=200).run(1, cluster)
     assert run.facts["zombie_fenced"] is True, run.result.summary()
     assert run.failures() == [], run.failures()
     zombie = [op for op in run.history if op.process == "zombie"]
@@ -24,7 +24,7 @@ def test_a_transactional_zombie_is_fenced_and_its_values_never_read(cluster: Clu
 
 
 def test_a_zombie_without_transactions_writes_twice(cluster: Cluster):
-    run = Scenario("IDEMPOTENT", "zombie_producer", values=200).run(1, cluster)
+    run = Scenario("IDEMPOTENT", "restart_producer", values=200).run(1, cluster)
     assert run.facts["zombie_fenced"] is False
     assert run.result.counts["duplicates"] > 0, run.result.summary()
     assert run.failures() == [], run.failures()

@@ -81,3 +81,14 @@ def test_a_registry_button_takes_its_label_and_help_from_the_registry():
     assert FaultSpec.of("heal").label == "Heal"
     with pytest.raises(BadValue):
         FaultSpec.fault("crash_consumer")  # a client fault: no Nemesis button
+
+
+def test_a_restarted_producer_and_a_zombie_are_two_faults():
+    """Chapter 03's restart (a new instance, a new producer id, writing again) and chapter
+    04's zombie (the old instance coming back, fenced) were once one name; 04's lesson
+    rests on the difference, so each has its own, and only the restart is a Scenario's."""
+    restart, zombie = fault("restart_producer"), fault("zombie_producer")
+    assert restart.scenario and "restart_producer" in SCENARIO_FAULTS
+    assert not zombie.scenario and "zombie_producer" not in SCENARIO_FAULTS
+    assert restart.permits and not zombie.permits
+    assert all(("TRANSACTIONAL", f) not in CLAIMS for f in ("zombie_producer",))

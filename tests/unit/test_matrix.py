@@ -178,7 +178,7 @@ def test_results_file_round_trips(tmp_path):
 
 
 def test_files_written_before_facts_and_stage_were_stored_still_load(tmp_path):
-    old = python_run("TRANSACTIONAL", "zombie_producer", zombie_fenced=1,
+    old = python_run("TRANSACTIONAL", "restart_producer", zombie_fenced=1,
                      aborted_visible_uncommitted=2).to_dict()
     del old["facts"], old["stage"]
     path = tmp_path / "old.json"

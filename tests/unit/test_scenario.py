@@ -82,17 +82,17 @@ def test_a_mode_is_held_to_its_promise_beyond_the_cells_claim():
 
 
 def test_a_zombie_may_duplicate_unless_transactions_fence_it():
-    assert run_with("AT_MOST_ONCE", "zombie_producer", duplicates=1).failures() == []
-    fenced = run_with("TRANSACTIONAL", "zombie_producer", duplicates=1, zombie_fenced=1,
+    assert run_with("AT_MOST_ONCE", "restart_producer", duplicates=1).failures() == []
+    fenced = run_with("TRANSACTIONAL", "restart_producer", duplicates=1, zombie_fenced=1,
                       aborted_visible_uncommitted=3).failures()
     assert any("outside what TRANSACTIONAL allows" in f for f in fenced)
 
 
 def test_facts_count_as_observations():
-    ok = run_with("TRANSACTIONAL", "zombie_producer", zombie_fenced=1,
+    ok = run_with("TRANSACTIONAL", "restart_producer", zombie_fenced=1,
                   aborted_visible_uncommitted=3)
     assert ok.failures() == []
-    unfenced = run_with("TRANSACTIONAL", "zombie_producer", zombie_fenced=0,
+    unfenced = run_with("TRANSACTIONAL", "restart_producer", zombie_fenced=0,
                         aborted_visible_uncommitted=3)
     assert "expected zombie_fenced, saw none" in unfenced.failures()[0]
 

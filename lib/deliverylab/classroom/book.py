@@ -5,7 +5,9 @@
 ``test-artifacts/labs``) into a folder of HTML pages: a contents page with each
 chapter's claim and verdict, one page per chapter with its outputs and plots, a
 sidebar to move between chapters and sections, and a search over every section. No
-chapter is executed again.
+chapter is executed again. Beside the chapters, the guides of ``docs/`` (the
+instructors' guide, troubleshooting, measurements: :mod:`.book_guides`) are pages of
+the same book, in its sidebar, contents and search.
 
 Why a static site built with nbconvert rather than Jupyter Book 2 / MyST: the lab
 already renders chapters with nbconvert (``course.py``), the site must open from a
@@ -34,11 +36,13 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from ..errors import bad_value
+from . import book_guides
+from .book_guides import Guide
+from .book_search import Section, outline, search_index, unique_heading_ids
 from .course import default_labs, observed_text, select
 
 #: Executed chapters in a course folder.
@@ -316,63 +320,6 @@ def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord],
 # --- pages ------------------------------------------------------------------------------
 
 
-@dataclass
-class Section:
-    """A heading of a page and the text under it (for the sidebar and the search)."""
-
-    level: int
-    anchor: str
-    heading: str
-    text: str = ""
-
-
-class _Outline(HTMLParser):
-    """Headings with ids and the text under each, from a rendered page's ``<main>``."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.sections: list[Section] = [Section(0, "", "")]
-        self._skip = 0  # inside <style>/<script>
-        self._heading: Section | None = None
-        self._main = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "main":
-            self._main = True
-        elif tag in ("style", "script"):
-            self._skip += 1
-        elif self._main and tag in ("h1", "h2", "h3") and dict(attrs).get("id"):
-            self._heading = Section(int(tag[1]), dict(attrs)["id"] or "", "")
-            self.sections.append(self._heading)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("style", "script"):
-            self._skip = max(0, self._skip - 1)
-        elif tag in ("h1", "h2", "h3"):
-            self._heading = None
-
-    def handle_data(self, data: str) -> None:
-        if self._skip or not self._main:
-            return
-        if self._heading is not None:
-            self._heading.heading += data.replace("\u00b6", "")
-        else:
-            self.sections[-1].text += data
-
-
-def outline(page: str) -> list[Section]:
-    """The sections of a rendered page, text squeezed to single spaces."""
-    parser = _Outline()
-    parser.feed(page)
-    out = []
-    for s in parser.sections:
-        s.heading = " ".join(s.heading.split())
-        s.text = " ".join(s.text.split())
-        if s.heading or s.text:
-            out.append(s)
-    return out
-
-
 def _exporter():
     from nbconvert import HTMLExporter
     from traitlets.config import Config
@@ -384,26 +331,33 @@ def _exporter():
                         extra_template_paths=[str(RESOURCES)])
 
 
-def _nav(chapters: list[Chapter], current: Chapter | None,
-         sections: list[Section]) -> str:
-    """The sidebar: the book's title, search, every chapter, the current one's sections."""
+def _nav(chapters: list[Chapter], current: Chapter | Guide | None,
+         sections: list[Section], guides: list[Guide] | None = None) -> str:
+    """The sidebar: the book's title, search, every chapter, then every guide
+    (``docs/``), the current page's sections under it."""
     esc = html.escape
-    items = []
-    for ch in chapters:
-        here = ch is current
-        items.append(f"<li class='{'dl-book-current' if here else ''}'>"
-                     f"<a href='{esc(ch.page)}'>{esc(ch.title)}</a>")
-        if here:
-            subs = "".join(f"<li class='dl-book-h{s.level}'><a href='#{esc(s.anchor)}'>"
-                           f"{esc(s.heading)}</a></li>" for s in sections
-                           if s.level in (2, 3) and s.anchor)
-            items.append(f"<ul class='dl-book-sections'>{subs}</ul>")
-        items.append("</li>")
+
+    def entries(pages: list[Chapter] | list[Guide]) -> str:
+        items = []
+        for pg in pages:
+            here = pg is current
+            items.append(f"<li class='{'dl-book-current' if here else ''}'>"
+                         f"<a href='{esc(pg.page)}'>{esc(pg.title)}</a>")
+            if here:
+                subs = "".join(f"<li class='dl-book-h{s.level}'><a href='#{esc(s.anchor)}'>"
+                               f"{esc(s.heading)}</a></li>" for s in sections
+                               if s.level in (2, 3) and s.anchor)
+                items.append(f"<ul class='dl-book-sections'>{subs}</ul>")
+            items.append("</li>")
+        return "".join(items)
+
+    more = (f"<div class='dl-book-guides-title'>Guides</div><ol class='dl-book-chapters "
+            f"dl-book-guides'>{entries(guides)}</ol>") if guides else ""
     return ("<nav class='dl-book-nav'><a class='dl-book-home' href='index.html'>"
             "Delivery Guarantees Lab</a>"
             "<input class='dl-book-search' type='search' placeholder='Search the book' "
             "aria-label='Search the book'><ol class='dl-book-hits'></ol>"
-            f"<ol class='dl-book-chapters'>{''.join(items)}</ol></nav>")
+            f"<ol class='dl-book-chapters'>{entries(chapters)}</ol>{more}</nav>")
 
 
 def run_parameters(nb: dict[str, Any]) -> list[str]:
@@ -446,31 +400,8 @@ def _footer(chapters: list[Chapter], ch: Chapter) -> str:
 _NAV_SLOT = "<!--dl-book-nav-->"
 
 
-_HEADING_ID = re.compile(r'(<h[1-6] id=")([^"]+)(">)(.*?)(<a class="anchor-link" href="#)'
-                         r'\2(">)', re.S)
-
-
-def unique_heading_ids(page: str) -> str:
-    """The page with every heading's id (and its anchor link) made unique.
-
-    Why: nbconvert makes a heading's id from its text, so a chapter with two "What you
-    saw" headings had two ``id="What-you-saw"``, and the sidebar's link (and the
-    search's) led to the first whichever was meant. The second becomes
-    ``What-you-saw-2``, and so on."""
-    seen: dict[str, int] = {}
-
-    def renamed(m: re.Match[str]) -> str:
-        anchor = m.group(2)
-        seen[anchor] = seen.get(anchor, 0) + 1
-        if seen[anchor] > 1:
-            anchor = f"{anchor}-{seen[anchor]}"
-        return f"{m.group(1)}{anchor}{m.group(3)}{m.group(4)}{m.group(5)}{anchor}{m.group(6)}"
-
-    return _HEADING_ID.sub(renamed, page)
-
-
-def render_chapter(ch: Chapter, chapters: list[Chapter],
-                   labs: Path | None = None) -> tuple[str, list[Section]]:
+def render_chapter(ch: Chapter, chapters: list[Chapter], labs: Path | None = None,
+                   guides: list[Guide] | None = None) -> tuple[str, list[Section]]:
     """A chapter's page, and its sections (``labs``: where exercise starters are)."""
     import nbformat
 
@@ -482,7 +413,7 @@ def render_chapter(ch: Chapter, chapters: list[Chapter],
     body, _ = _exporter().from_notebook_node(nb, resources=resources)
     body = unique_heading_ids(body)
     sections = outline(body)
-    return body.replace(_NAV_SLOT, _nav(chapters, ch, sections), 1), sections
+    return body.replace(_NAV_SLOT, _nav(chapters, ch, sections, guides), 1), sections
 
 
 #: Longest observed value the contents page shows in full (chapter 08's whole cost
@@ -501,8 +432,17 @@ def brief_observed(observed: dict[str, Any] | None) -> str:
                                    if left else "")
 
 
-def index_page(chapters: list[Chapter]) -> str:
-    """The contents page: each chapter with its claim, verdict and the run's counts."""
+def render_guide(guide: Guide, chapters: list[Chapter],
+                 guides: list[Guide]) -> tuple[str, list[Section]]:
+    """A guide's page (:mod:`.book_guides`) with the book's sidebar, and its sections."""
+    page = book_guides.guide_page(guide, guides, _NAV_SLOT)
+    sections = outline(page)
+    return page.replace(_NAV_SLOT, _nav(chapters, guide, sections, guides), 1), sections
+
+
+def index_page(chapters: list[Chapter], guides: list[Guide] | None = None) -> str:
+    """The contents page: each chapter with its claim, verdict and the run's counts,
+    then the guides (the instructors' guide first) with their first lines."""
     esc = html.escape
     rows = []
     for ch in chapters:
@@ -517,29 +457,24 @@ def index_page(chapters: list[Chapter]) -> str:
             + (f"<ul class='dl-book-checks'>{checks}</ul>" if checks else "")
             + f"<p class='dl-book-observed'><code>{esc(brief_observed(res.get('observed')))}"
             "</code></p></li>")
+    more = "".join(f"<li class='dl-book-entry'><a class='dl-book-guide-link' "
+                   f"href='{esc(g.page)}'>{esc(g.title)}</a>"
+                   f"<p class='dl-book-claim'>{esc(g.summary())}</p></li>" for g in guides or [])
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1.0'>"
             "<title>Delivery Guarantees Lab: the course</title>"
             "<link rel='stylesheet' href='book.css'>"
             "<script src='search-index.js' defer></script><script src='book.js' defer>"
-            "</script></head><body class='dl-book'>" + _nav(chapters, None, [])
+            "</script></head><body class='dl-book'>" + _nav(chapters, None, [], guides)
             + "<main class='dl-book-main dl-book-index'><h1>Delivery Guarantees Lab</h1>"
             "<p>Each chapter as it ran on a real Kafka cluster, headless, with its failure "
             "buttons pressed by the course's schedule: read what each press did, the "
             "plots and Spark's evidence, and whether the chapter's claim held. The "
             "exercises are left for you: run the notebooks to do them.</p>"
-            f"<ol class='dl-book-contents'>{''.join(rows)}</ol></main></body></html>")
-
-
-def search_index(pages: dict[str, tuple[str, list[Section]]]) -> str:
-    """``search-index.js``: every section's heading and text, as a script (a page opened
-    from a folder may not fetch() a JSON file; it may load a script)."""
-    entries = []
-    for page, (title, sections) in pages.items():
-        for s in sections:
-            entries.append({"page": page, "anchor": s.anchor, "chapter": title,
-                            "heading": s.heading or title, "text": s.text[:4000]})
-    return "window.DL_BOOK_INDEX = " + json.dumps(entries, ensure_ascii=False) + ";\n"
+            f"<ol class='dl-book-contents'>{''.join(rows)}</ol>"
+            + ("<h2>Guides: running the course, measurements, when something fails</h2>"
+               f"<ul class='dl-book-contents dl-book-guide-list'>{more}</ul>" if more else "")
+            + "</main></body></html>")
 
 
 def external_references(folder: Path) -> list[str]:
@@ -568,9 +503,11 @@ class BookReport:
     chapters: list[Chapter]
     presses: dict[str, int]
     stderr_outputs: dict[str, int]
+    guides: list[Guide] = field(default_factory=list)
 
     def summary(self) -> str:
-        lines = [f"book: {len(self.chapters)} chapters in {self.out}/ (open index.html)"]
+        lines = [f"book: {len(self.chapters)} chapters and {len(self.guides)} guide(s) in "
+                 f"{self.out}/ (open index.html)"]
         for ch in self.chapters:
             lines.append(f"  {ch.name}: {ch.verdict}; {self.presses[ch.name]} recorded "
                          f"press(es); {self.stderr_outputs[ch.name]} stderr output(s)")
@@ -584,11 +521,13 @@ def _stderr_count(nb_path: Path) -> int:
 
 
 def build(source: Path, out: Path, wanted: list[str] | None = None,
-          labs: Path | None = None) -> BookReport:
+          labs: Path | None = None, docs: Path | None = None) -> BookReport:
     """Write the book of the executed chapters in ``source`` into ``out`` (replaced);
-    exercise starters come from ``labs`` (default: the source tree's ``labs/``)."""
+    exercise starters come from ``labs`` (default: the source tree's ``labs/``), the
+    guides from ``docs`` (default: the ``docs/`` beside ``labs``)."""
     chapters = find_chapters(Path(source), wanted)
     labs = Path(labs) if labs else default_labs()
+    guides = book_guides.find_guides(Path(docs) if docs else labs.parent / "docs")
     out = Path(out)
     if out.exists():
         if not (out / "index.html").exists() and any(out.iterdir()):
@@ -598,10 +537,16 @@ def build(source: Path, out: Path, wanted: list[str] | None = None,
     out.mkdir(parents=True)
     pages: dict[str, tuple[str, list[Section]]] = {}
     for ch in chapters:
-        body, sections = render_chapter(ch, chapters, labs)
+        body, sections = render_chapter(ch, chapters, labs, guides)
         (out / ch.page).write_text(body, encoding="utf-8")
         pages[ch.page] = (ch.title, sections)
-    (out / "index.html").write_text(index_page(chapters), encoding="utf-8")
+    for guide in guides:
+        body, sections = render_guide(guide, chapters, guides)
+        (out / guide.page).write_text(body, encoding="utf-8")
+        pages[guide.page] = (guide.title, sections)
+    if guides:
+        book_guides.copy_images(guides[0].source.parent, out)
+    (out / "index.html").write_text(index_page(chapters, guides), encoding="utf-8")
     (out / "search-index.js").write_text(search_index(pages), encoding="utf-8")
     for asset in ASSETS:
         shutil.copyfile(RESOURCES / asset, out / asset)
@@ -612,7 +557,7 @@ def build(source: Path, out: Path, wanted: list[str] | None = None,
     return BookReport(out, chapters,
                       {ch.name: sum(len(p.presses) for p in ch.panels.values())
                        for ch in chapters},
-                      {ch.name: _stderr_count(ch.notebook) for ch in chapters})
+                      {ch.name: _stderr_count(ch.notebook) for ch in chapters}, guides)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -626,6 +571,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="folder of executed chapters (default: results/course)")
     parser.add_argument("--labs", type=Path, default=None,
                         help="folder of the chapters, for exercise starters (default: labs/)")
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="folder of the guides to publish beside the chapters (default: "
+                             "docs/ beside --labs)")
     parser.add_argument("--out", type=Path, default=Path("results/book"),
                         help="folder to write the book into, replaced (default: "
                              "results/book)")
@@ -635,7 +583,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        report = build(args.source, args.out, args.chapters, args.labs)
+        report = build(args.source, args.out, args.chapters, args.labs, args.docs)
     except ValueError as exc:  # bad_value: one line naming the bad value
         print(f"book: {exc}", file=sys.stderr)
         return 2

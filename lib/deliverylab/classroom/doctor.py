@@ -28,7 +28,7 @@ from ..errors import LabError
 from ..runtime import classpaths, jars
 
 GIB = 1024**3
-#: Measured (``bench/docker_cluster.py``, README "Hardware"): a 3-broker cluster uses
+#: Measured (``bench/docker_cluster.py``; docs/measurements.md): a 3-broker cluster uses
 #: about 0.6 GB resident, Spark's driver about 0.5-0.7 GB once it has read a topic, the
 #: kernel and JupyterLab about 0.3 GB. The heaviest chapter, 07 (three brokers, two
 #: Connect clusters, Spark), peaked at 2.2 GiB RSS for everything of one student through

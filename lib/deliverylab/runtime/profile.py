@@ -6,7 +6,7 @@ hub sets for every single-user server (a laptop leaves it unset). The profile ca
 JVMs the lab starts -- the brokers' and controllers' heaps, the Spark driver's heap and
 collector -- and never a chapter's parameters, so every chapter's claim is decided the
 same way under both (``python -m deliverylab.classroom.plan`` measures both side by side;
-the README's "Sizing a classroom" table holds the figures).
+docs/measurements.md, "Sizing a classroom", holds the figures).
 
 Why these levers: a student's memory is mostly JVMs (one to four brokers, the Spark
 driver, Connect workers), and a JVM holds what its collector lets its heap grow to, not

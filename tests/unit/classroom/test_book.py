@@ -118,18 +118,37 @@ def course(tmp_path: Path) -> Path:
     return make_course(tmp_path / "course")
 
 
+def make_docs(docs: Path) -> Path:
+    """Two guides, the way docs/ holds them: the instructors' guide links to a section of
+    the measurements and to the README; an image beside them."""
+    (docs / "img").mkdir(parents=True)
+    (docs / "img" / "dot.png").write_bytes(base64.b64decode(PNG))
+    (docs / "measurements.md").write_text(
+        "# Measurements\n\nEvery figure with its command.\n\n## The grader\n\n"
+        "*Command*: `bench/grade.py`. 35 s for 02.\n")
+    (docs / "instructors.md").write_text(
+        "# The instructors' guide\n\nHow to run the course for a class.\n\n"
+        "## Before the day\n\nRun `make doctor`; the times are in "
+        "[measurements.md](measurements.md#the-grader), the commands in the "
+        "[README](../README.md).\n\n| what | when |\n|---|---|\n| break | 10:30 |\n\n"
+        "![a grade](img/dot.png)\n")
+    return docs
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, book.BookReport]:
     """One book for the tests that only read it (nbconvert takes a second a page)."""
     root = tmp_path_factory.mktemp("built")
-    report = book.build(make_course(root / "course"), root / "book")
+    report = book.build(make_course(root / "course"), root / "book",
+                        docs=make_docs(root / "docs"))
     return root / "book", report
 
 
 def test_a_book_has_contents_chapters_search_and_assets(built):
     out, report = built
     assert sorted(p.name for p in out.iterdir()) == [
-        "00_tour.html", "02_at_least_once.html", "book.css", "book.js", "index.html",
+        "00_tour.html", "02_at_least_once.html", "book.css", "book.js",
+        "guide-instructors.html", "guide-measurements.html", "img", "index.html",
         "search-index.js"]
     assert [c.name for c in report.chapters] == ["00_tour", "02_at_least_once"]
     index = (out / "index.html").read_text()
