@@ -264,7 +264,9 @@ def main() -> None:
     if unknown or args.iterations < 1:
         raise SystemExit(f"bad --cases {unknown} or -n {args.iterations}: cases are "
                          f"{', '.join(CASES)}, -n a whole number >= 1")
-    print(f"confluent-kafka {confluent_kafka.version()[0]}, librdkafka "
+    client = confluent_kafka.version()
+    client = client[0] if isinstance(client, tuple) else client  # a tuple before 2.x
+    print(f"confluent-kafka {client}, librdkafka "
           f"{confluent_kafka.libversion()[0]}, Python {sys.version.split()[0]}; "
           f"deliverylab from {args.lib}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
