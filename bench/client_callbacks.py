@@ -35,6 +35,13 @@ test 0144. Three cases per iteration:
 * ``logger``: a Producer pointed at a closed port (librdkafka logs refused
   connections) whose logger has a filter that raises from C; through the lab's
   ``ClientLog`` the flush returns, the failure counted.
+* ``fatal``: the lab's Recorder on an idempotent producer that librdkafka turns fatal
+  (``rd_kafka_test_fatal_error``, librdkafka's own test hook) with deliveries queued.
+  confluent-kafka's ``error_cb`` leaves the ``KafkaException`` *set* while the next
+  callbacks run (it never fetches it); depending on what C code meets it first, the
+  flush raises a SystemError around it or, the error silently cleared, "returned
+  NULL without setting an exception". With ``raise_pending`` in the lab's callbacks:
+  the fatal ``KafkaException`` itself (outcome ``KafkaException(fatal)``).
 
 A benchmark, not a CI test: ``tests/unit/test_clients.py`` checks the fix once.
 """
@@ -60,11 +67,12 @@ import confluent_kafka
 from confluent_kafka import Producer
 
 HERE = Path(__file__).resolve()
-CASES = ("client", "recorder", "logger")
+CASES = ("client", "recorder", "logger", "fatal")
 TOPIC = "bench-callbacks"
 VALUES = 5
 #: librdkafka's codes and API key used below (rdkafka.h, rdkafka_protocol.h).
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 PRODUCE_API = 0
 
 
@@ -105,6 +113,14 @@ class MockCluster:
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         self._rdk.rd_kafka_mock_topic_create(self._mc, topic.encode(), partitions, 1)
+
+    def test_fatal_error(self, rk: int, code: int, reason: str) -> None:
+        """librdkafka's test hook: client ``rk`` raises a fatal error now."""
+        self._rdk.rd_kafka_test_fatal_error.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                                         ctypes.c_char_p]
+        if self._rdk.rd_kafka_test_fatal_error(rk, code, reason.encode()):
+            raise RuntimeError("rd_kafka_test_fatal_error refused: a fatal error was "
+                               "already raised on that client")
 
     def fail_next_produce(self, broker: int = 1,
                           code: int = NOT_ENOUGH_REPLICAS_AFTER_APPEND) -> None:
@@ -210,8 +226,45 @@ def case_logger() -> dict[str, Any]:
             "log_failures": getattr(logger, "failures", None)}
 
 
+def case_fatal() -> dict[str, Any]:
+    from confluent_kafka import KafkaException
+
+    from deliverylab.clients import Recorder, config
+    from deliverylab.history import History
+    from deliverylab.values import ValueId
+
+    mock = MockCluster()
+    mock.create_topic(TOPIC)
+    history = History()
+    recorder = Recorder(history, "bench", TOPIC)
+    producer = Producer(config(mock.bootstrap, **{"enable.idempotence": True,
+                                                  "linger.ms": 50}))
+    producer.list_topics(TOPIC, timeout=10)
+    for i in range(VALUES):
+        recorder.send(producer, ValueId("bench", i), partition=0)
+    # The Producer object's rd_kafka_t: the first field after PyObject_HEAD (Handle,
+    # confluent_kafka.h). Bench-only: a wrong layout would crash this child, counted.
+    rk = ctypes.c_void_p.from_address(id(producer) + object.__basicsize__).value
+    mock.test_fatal_error(rk, OUT_OF_ORDER_SEQUENCE_NUMBER, "bench: injected fatal error")
+    try:
+        producer.flush(15)
+        exc = None
+    except BaseException as caught:  # noqa: BLE001 -- counted, not handled
+        exc = caught
+    outcome = _outcome(exc)
+    if (isinstance(exc, KafkaException) and exc.args
+            and getattr(exc.args[0], "fatal", lambda: False)()):
+        outcome = "KafkaException(fatal)"
+    elif isinstance(exc, SystemError):
+        outcome = ("SystemError(around the fatal error)" if exc.__cause__ is not None
+                   else "SystemError(fatal error lost)")
+    return {"outcome": outcome, "error": repr(exc)[:200] if exc else None,
+            "recorded": sum(op.kind == "send" for op in history)}
+
+
 def child(case: str) -> None:
-    result = {"client": case_client, "recorder": case_recorder, "logger": case_logger}[case]()
+    result = {"client": case_client, "recorder": case_recorder, "logger": case_logger,
+              "fatal": case_fatal}[case]()
     print("RESULT " + json.dumps(result), flush=True)
 
 

@@ -18,6 +18,7 @@ the call (:meth:`Recorder.check`). ``bench/client_callbacks.py`` reproduces it.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import uuid
 from collections.abc import Callable
@@ -35,6 +36,29 @@ LOGGER.addHandler(logging.NullHandler())
 LOGGER.propagate = False
 
 
+#: Any function called through ``ctypes.pythonapi`` (a ``PyDLL``) raises the exception
+#: set on this thread when it returns, if there is one: that is documented ``PyDLL``
+#: behaviour, and this call does nothing else.
+_ERROR_INDICATOR_CHECK = ctypes.pythonapi.Py_IsInitialized
+
+
+def raise_pending() -> None:
+    """Raise the exception confluent-kafka left *set* on this thread, if any.
+
+    Its ``error_cb`` turns librdkafka's fatal error (fencing, a broken idempotent
+    sequence) into a ``KafkaException`` it sets and does not take back; the next
+    callbacks of the same ``flush``/``poll`` then run Python with it pending. Whatever
+    C code notices it first decides its fate: a ``SystemError`` "returned a result
+    with an exception set" around it, or silently cleared (seen in an ``isinstance``
+    here; CPython's ``_PyType_Lookup`` clears a pending error on a method-cache miss)
+    and the call ends in "returned NULL without setting an exception", the fatal error
+    lost (``bench/client_callbacks.py``, case ``fatal``). Raised here,
+    first thing in a lab callback, it is a plain ``KafkaException`` that
+    confluent-kafka keeps and raises from the call.
+    """
+    _ERROR_INDICATOR_CHECK()
+
+
 def passes_through(exc: BaseException) -> bool:
     """Must this exception, caught in a callback, still reach the blocking call?
 
@@ -47,6 +71,33 @@ def passes_through(exc: BaseException) -> bool:
     return not isinstance(exc, Exception) or kafka_cause(exc) is not None
 
 
+def _kept(callback: Callable[..., Any], args: tuple, errors: list[BaseException]) -> None:
+    """Call ``callback``; its own failure goes to ``errors``, what passes through is
+    raised (re-raised from this ``except``: normalised)."""
+    try:
+        callback(*args)
+    except BaseException as exc:
+        if passes_through(exc):
+            raise
+        errors.append(exc)
+
+
+def guarded(callback: Callable[..., Any], errors: list[BaseException]) -> Callable[..., None]:
+    """``callback`` as librdkafka may call it: an exception of its own is appended to
+    ``errors`` (for the caller to raise after the blocking call) instead of crossing
+    into confluent-kafka, which would lose it (module docstring). A fatal error left
+    pending by confluent-kafka (:func:`raise_pending`) is raised -- after the callback
+    ran, so that this report is recorded too."""
+    def call(*args: Any) -> None:
+        try:
+            raise_pending()
+        except BaseException:
+            _kept(callback, args, errors)
+            raise
+        _kept(callback, args, errors)
+    return call
+
+
 class ClientLog:
     """The ``logger`` librdkafka writes to: forwards to :data:`LOGGER` and never raises.
 
@@ -55,40 +106,29 @@ class ClientLog:
     own). A logging handler or filter that raises -- one a student adds to see the
     lines, or the file behind it gone -- would abort that call with the mangled
     ``SystemError`` (module docstring). A failure is counted and kept instead
-    (``failures``, ``last_failure``), and logging goes on.
+    (``failures``, ``last_failure``), and logging goes on; a fatal error left pending
+    by confluent-kafka is raised after the line is logged, as :func:`guarded` does.
     """
 
     def __init__(self, logger: logging.Logger) -> None:
         self.logger = logger
         self.failures = 0
         self.last_failure: str | None = None
+        self._errors: list[BaseException] = []
+        self._log = guarded(self.logger.log, self._errors)
 
     def log(self, level: int, msg: str, *args: Any) -> None:
         try:
-            self.logger.log(level, msg, *args)
-        except BaseException as exc:
-            if passes_through(exc):
-                raise
-            self.failures += 1
-            self.last_failure = f"{type(exc).__name__}: {exc}"
+            self._log(level, msg, *args)
+        finally:  # also when a pending fatal error is on its way out
+            while self._errors:
+                exc = self._errors.pop()
+                self.failures += 1
+                self.last_failure = f"{type(exc).__name__}: {exc}"
 
 
 #: The one adapter every lab client logs through (:func:`config`).
 CLIENT_LOG = ClientLog(LOGGER)
-
-
-def guarded(callback: Callable[..., Any], errors: list[BaseException]) -> Callable[..., None]:
-    """``callback`` as librdkafka may call it: an exception of its own is appended to
-    ``errors`` (for the caller to raise after the blocking call) instead of crossing
-    into confluent-kafka, which would lose it (module docstring)."""
-    def call(*args: Any) -> None:
-        try:
-            callback(*args)
-        except BaseException as exc:
-            if passes_through(exc):
-                raise
-            errors.append(exc)
-    return call
 
 
 def bootstrap_of(target: Any, direct: bool = False) -> str:
