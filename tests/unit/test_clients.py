@@ -182,3 +182,13 @@ def test_a_producer_logging_through_a_failing_logger_flushes_cleanly():
     producer.produce("t", b"x")
     producer.flush(1.5)
     assert log.failures > 0  # the lines came, failed in the filter, and were kept
+
+
+def test_a_fatal_error_left_pending_by_the_client_is_raised_plainly_and_every_report_kept():
+    """librdkafka turned fatal with deliveries queued: confluent-kafka's error_cb leaves
+    the KafkaException set while the delivery reports run. The lab's callbacks raise
+    it first thing (after recording their report): flush() raises the fatal
+    KafkaException itself, not a SystemError around it or one that lost it."""
+    result = _mock_cluster().case_fatal()
+    assert result["outcome"] == "KafkaException(fatal)", result
+    assert result["recorded"] == 5  # every value's report recorded (_PURGE_QUEUE: fail)
