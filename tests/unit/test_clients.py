@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -180,7 +182,9 @@ def test_a_producer_logging_through_a_failing_logger_flushes_cleanly():
                          "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50,
                          "message.timeout.ms": 1000})
     producer.produce("t", b"x")
-    producer.flush(1.5)
+    deadline = time.monotonic() + 10  # a loaded machine may take a while to refuse
+    while log.failures == 0 and time.monotonic() < deadline:
+        producer.flush(0.5)  # log lines are served inside flush: it must not raise
     assert log.failures > 0  # the lines came, failed in the filter, and were kept
 
 
