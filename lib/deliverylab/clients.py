@@ -4,10 +4,21 @@ librdkafka prints every refused connection to stderr. While a cluster starts, or
 a student kills a broker on purpose, that is hundreds of lines burying the lesson. The
 lab's internal clients send their logs to a Python logger instead, silent by default:
 ``logging.getLogger("deliverylab.librdkafka").addHandler(...)`` brings them back.
+
+**No exception of the lab's may cross into librdkafka.** confluent-kafka (2.13.0 to at
+least 2.16.1, its PR #2019) keeps an exception raised in a callback for the end of the
+blocking call with ``PyErr_Fetch`` and throws its *type* away; on Python < 3.12 an
+exception raised by C code (``None >= 0``'s ``TypeError``) is not normalised yet, its
+value is the message string, and the restore becomes ``SystemError: _PyErr_SetObject:
+exception <class 'str'> is not a BaseException subclass`` out of ``flush()``, the real
+error lost. So the logger handed to librdkafka (:class:`ClientLog`) and the delivery
+callbacks (:func:`guarded`) keep their own errors and give them back in Python, after
+the call (:meth:`Recorder.check`). ``bench/client_callbacks.py`` reproduces it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import uuid
 from collections.abc import Callable
@@ -23,6 +34,101 @@ from .values import ValueId, encode, key
 LOGGER = logging.getLogger("deliverylab.librdkafka")
 LOGGER.addHandler(logging.NullHandler())
 LOGGER.propagate = False
+
+
+#: Any function called through ``ctypes.pythonapi`` (a ``PyDLL``) raises the exception
+#: set on this thread when it returns, if there is one: that is documented ``PyDLL``
+#: behaviour, and this call does nothing else.
+_ERROR_INDICATOR_CHECK = ctypes.pythonapi.Py_IsInitialized
+
+
+def raise_pending() -> None:
+    """Raise the exception confluent-kafka left *set* on this thread, if any.
+
+    Its ``error_cb`` turns librdkafka's fatal error (fencing, a broken idempotent
+    sequence) into a ``KafkaException`` it sets and does not take back; the next
+    callbacks of the same ``flush``/``poll`` then run Python with it pending. Whatever
+    C code notices it first decides its fate: a ``SystemError`` "returned a result
+    with an exception set" around it, or silently cleared (seen in an ``isinstance``
+    here; CPython's ``_PyType_Lookup`` clears a pending error on a method-cache miss)
+    and the call ends in "returned NULL without setting an exception", the fatal error
+    lost (``bench/client_callbacks.py``, case ``fatal``). Raised here,
+    first thing in a lab callback, it is a plain ``KafkaException`` that
+    confluent-kafka keeps and raises from the call.
+    """
+    _ERROR_INDICATOR_CHECK()
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Must this exception, caught in a callback, still reach the blocking call?
+
+    Yes for what is not the callback's own failure: an interrupt or exit
+    (``KeyboardInterrupt``, ``SystemExit``), and a ``KafkaException`` -- confluent-kafka
+    raises a fatal error (fencing) by leaving it set while the next callbacks run, so
+    it surfaces inside them. Re-raised from an ``except`` clause it is a normalised
+    instance, which confluent-kafka restores intact.
+    """
+    return not isinstance(exc, Exception) or kafka_cause(exc) is not None
+
+
+def _kept(callback: Callable[..., Any], args: tuple, errors: list[BaseException]) -> None:
+    """Call ``callback``; its own failure goes to ``errors``, what passes through is
+    raised (re-raised from this ``except``: normalised)."""
+    try:
+        callback(*args)
+    except BaseException as exc:
+        if passes_through(exc):
+            raise
+        errors.append(exc)
+
+
+def guarded(callback: Callable[..., Any], errors: list[BaseException]) -> Callable[..., None]:
+    """``callback`` as librdkafka may call it: an exception of its own is appended to
+    ``errors`` (for the caller to raise after the blocking call) instead of crossing
+    into confluent-kafka, which would lose it (module docstring). A fatal error left
+    pending by confluent-kafka (:func:`raise_pending`) is raised -- after the callback
+    ran, so that this report is recorded too."""
+    def call(*args: Any) -> None:
+        try:
+            raise_pending()
+        except BaseException:
+            _kept(callback, args, errors)
+            raise
+        _kept(callback, args, errors)
+    return call
+
+
+class ClientLog:
+    """The ``logger`` librdkafka writes to: forwards to :data:`LOGGER` and never raises.
+
+    librdkafka's log lines reach Python from inside ``poll``/``flush`` (confluent-kafka
+    forwards them to the polled queue: the thread that polls, never one of librdkafka's
+    own). A logging handler or filter that raises -- one a student adds to see the
+    lines, or the file behind it gone -- would abort that call with the mangled
+    ``SystemError`` (module docstring). A failure is counted and kept instead
+    (``failures``, ``last_failure``), and logging goes on; a fatal error left pending
+    by confluent-kafka is raised after the line is logged, as :func:`guarded` does.
+    """
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+        self.failures = 0
+        self.last_failure: str | None = None
+        self._errors: list[BaseException] = []
+        self._log = guarded(self.logger.log, self._errors)
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        try:
+            self._log(level, msg, *args)
+        finally:  # also when a pending fatal error is on its way out
+            while self._errors:
+                exc = self._errors.pop()
+                self.failures += 1
+                self.last_failure = f"{type(exc).__name__}: {exc}"
+
+
+#: The one adapter every lab client logs through (:func:`config`).
+CLIENT_LOG = ClientLog(LOGGER)
 
 
 def bootstrap_of(target: Any, direct: bool = False) -> str:
@@ -48,7 +154,7 @@ def config(bootstrap: str, **settings: Any) -> dict[str, Any]:
     Keys use librdkafka's dotted names; pass them as a dict to avoid Python keyword
     limits, e.g. ``config(b, **{"enable.idempotence": True})``.
     """
-    return {"bootstrap.servers": bootstrap, "logger": LOGGER, **settings}
+    return {"bootstrap.servers": bootstrap, "logger": CLIENT_LOG, **settings}
 
 
 # --- the one recording path: a delivery report becomes a send op -------------------------
@@ -108,6 +214,8 @@ class Recorder:
         self.pending: dict[ValueId, str | None] = {}  # handed over, not yet reported
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self.errors: list[KafkaError] = []
+        #: Exceptions the delivery callbacks raised (a lab bug): raised by :meth:`check`.
+        self.callback_errors: list[BaseException] = []
         # No lock: delivery callbacks run in the thread that polls or flushes, and
         # confluent-kafka may raise a fatal error (fencing) *inside* a callback, at its
         # first C call -- a lock taken there would stay taken forever. Dict operations
@@ -116,19 +224,25 @@ class Recorder:
     def _report(self, vid: ValueId, txn: str | None,
                 then: Callable[[KafkaError | None, Any], None] | None) -> Callable:
         def done(err: KafkaError | None, msg: Any) -> None:
-            self.pending.pop(vid, None)
             outcome = outcome_of(err)
+            ok = err is None
+            # An acknowledged message may have no offset: ``msg.offset()`` is None when
+            # librdkafka acks it *implicitly* (an idempotent batch whose response was
+            # lost or said "possibly persisted", followed by a later batch's success)
+            # or on DUPLICATE_SEQUENCE_NUMBER. Written, place unknown. (Comparing that
+            # None with 0 here was the SystemError of issue 41.)
+            self.history.record(self.process, "send", outcome, [vid], topic=self.topic,
+                                partition=msg.partition() if ok else None,
+                                offset=msg.offset() if ok else None, txn=txn, error=err)
+            # Only once recorded: a value whose record failed stays pending, and
+            # settle() calls it maybe written rather than dropping it.
+            self.pending.pop(vid, None)
             self.counts[outcome] += 1
             if err is not None:
                 self.errors.append(err)
-            ok = err is None
-            self.history.record(self.process, "send", outcome, [vid], topic=self.topic,
-                                partition=msg.partition() if ok else None,
-                                offset=msg.offset() if ok and msg.offset() >= 0 else None,
-                                txn=txn, error=err)
             if then is not None:
                 then(err, msg)
-        return done
+        return guarded(done, self.callback_errors)
 
     def send(self, producer: Producer, vid: ValueId, partition: int | None = None,
              txn: str | None = None, payload_size: int = 0,
@@ -157,13 +271,25 @@ class Recorder:
 
     def settle(self, detail: str = "no delivery report", error: object = None) -> int:
         """Record every value still unreported as ``info`` (maybe written); returns how
-        many. Call after ``flush()`` returned or raised."""
+        many. Call after ``flush()`` returned or raised. With no ``error`` (the flush
+        returned), a delivery callback's own failure is raised here (:meth:`check`)."""
         left, self.pending = self.pending, {}
         for vid, txn in left.items():
             self.history.record(self.process, "send", "info", [vid], topic=self.topic,
                                 txn=txn, detail=detail, error=error)
         self.counts["info"] += len(left)
+        if error is None:
+            self.check()
         return len(left)
+
+    def check(self) -> None:
+        """Raise what a delivery callback of this Recorder raised, in Python, with its
+        own traceback (the callback kept it from librdkafka: module docstring)."""
+        if self.callback_errors:
+            first = self.callback_errors[0]
+            raise LabError(f"{len(self.callback_errors)} delivery report(s) of "
+                           f"{self.process} could not be recorded: "
+                           f"{type(first).__name__}: {first}") from first
 
 
 # --- a transactional producer driven by hand ---------------------------------------------
@@ -274,15 +400,19 @@ class TxnProducer:
             if cause is not None and is_fencing(cause):
                 raise self._fence(cause, "write") from exc
             raise
+        self.recorder.check()
         bad = [err for err, _ in results if err is not None]
         if bad:
             if any(is_fencing(e) for e in bad):
                 raise self._fence(KafkaException(bad[0]), "write")
             raise LabError(f"{len(bad)} of {n} writes failed: {bad[0].name()}")
-        where = sorted((m.partition(), m.offset()) for _, m in results)
+        # An implicitly acknowledged write has no offset (None): written, place unknown.
+        where = sorted(((m.partition(), m.offset()) for _, m in results),
+                       key=lambda po: (po[0], -1 if po[1] is None else po[1]))
         for p, o in where:
-            self.last[p] = o
-        spots = ", ".join(f"p{p}@{o}" for p, o in where)
+            if o is not None:
+                self.last[p] = o
+        spots = ", ".join(f"p{p}@{'?' if o is None else o}" for p, o in where)
         return f"wrote {n} value(s) in {txn} at {spots} (not visible to read_committed yet)"
 
     def commit(self) -> str:
@@ -339,6 +469,7 @@ def zombie_write(producer: Producer, topic: str, history: History,
         recorder.send(producer, ValueId(process, 0), txn=txn)
         producer.flush(timeout)
         producer.commit_transaction(timeout)
+        recorder.check()
     except (KafkaException, SystemError) as exc:
         cause = kafka_cause(exc)
         recorder.settle("flush or commit raised", error=cause or exc)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -49,3 +51,148 @@ def test_bootstrap_of_takes_an_address_or_a_cluster_and_names_a_bad_one():
     for bad in ("", None, SimpleNamespace()):
         with pytest.raises(BadValue, match="bootstrap address"):
             bootstrap_of(bad)
+
+
+# --- issue 41: nothing of the lab's raises into librdkafka ----------------------------
+
+
+def _mock_cluster():
+    """librdkafka's own in-process mock broker (bench/client_callbacks.py drives it)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "client_callbacks.py"
+    spec = importlib.util.spec_from_file_location("client_callbacks_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_an_implicitly_acked_send_is_recorded_ok_without_an_offset_and_flush_returns():
+    """The real path of the CI failure: librdkafka's implicit ack (a 'possibly
+    persisted' first batch, then a success) reports the first value delivered with no
+    offset; the Recorder records it ok and the flush returns (it raised the mangled
+    SystemError before)."""
+    from confluent_kafka import Producer
+
+    from deliverylab.clients import Recorder, config
+    from deliverylab.history import History
+    from deliverylab.values import ValueId
+
+    bench = _mock_cluster()
+    mock = bench.MockCluster()
+    mock.create_topic("t")
+    mock.fail_next_produce()
+    history = History()
+    recorder = Recorder(history, "p", "t")
+    producer = Producer(config(mock.bootstrap, **bench.implicit_ack_settings()))
+    for seq in range(3):
+        recorder.send(producer, ValueId("p", seq), partition=0)
+    assert producer.flush(15) == 0
+    assert recorder.settle() == 0
+    sends = {op.values[0]: op for op in history if op.kind == "send"}
+    assert [sends[f"p:{s}"].outcome for s in range(3)] == ["ok"] * 3
+    assert sends["p:0"].offset is None  # acked implicitly: written, place unknown
+    assert [sends[f"p:{s}"].offset for s in (1, 2)] == [0, 1]
+    assert recorder.callback_errors == []
+
+
+def test_a_delivery_callback_that_fails_is_raised_after_the_flush_not_inside_it():
+    """A lab bug in a delivery callback comes back in Python with its own type, and
+    the value it could not record stays pending: settled as maybe written."""
+    from confluent_kafka import Message
+
+    from deliverylab.clients import Recorder
+    from deliverylab.errors import LabError
+    from deliverylab.history import History
+    from deliverylab.values import ValueId
+
+    history = History()
+    recorder = Recorder(history, "p", "t")
+    vid = ValueId("p", 0)
+    recorder.pending[vid] = None
+    report = recorder._report(vid, None, then=lambda err, msg: len(None))  # TypeError
+    report(None, Message(topic="t", partition=0, offset=7))  # must not raise
+    assert [type(e) for e in recorder.callback_errors] == [TypeError]
+    with pytest.raises(LabError, match="could not be recorded: TypeError") as caught:
+        recorder.settle()
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert [op.offset for op in history if op.kind == "send"] == [7]
+
+
+def test_a_kafka_exception_or_an_interrupt_in_a_callback_still_passes_through():
+    """confluent-kafka leaves a fatal error set while the next callbacks run: it
+    surfaces inside them and must reach flush(); so must Ctrl-C."""
+    from deliverylab.clients import guarded
+
+    errors: list[BaseException] = []
+    fatal = KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+    for exc in (fatal, KeyboardInterrupt()):
+        def boom(exc: BaseException = exc) -> None:
+            raise exc
+        with pytest.raises(type(exc)):
+            guarded(boom, errors)()
+    wrapped = SystemError("returned a result with an exception set")
+    wrapped.__cause__ = fatal
+
+    def around() -> None:
+        raise wrapped
+    with pytest.raises(SystemError):
+        guarded(around, errors)()
+    assert errors == []
+
+
+def test_the_client_logger_never_raises_and_counts_what_failed():
+    import logging
+
+    from deliverylab.clients import CLIENT_LOG, ClientLog, config
+
+    class Failing(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return len(record.levelno) > 0  # a TypeError raised by C code
+
+    inner = logging.getLogger("deliverylab.test_clients.failing")
+    inner.propagate = False
+    inner.addFilter(Failing())
+    log = ClientLog(inner)
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "refused")
+    log.log(logging.WARNING, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "again")
+    assert log.failures == 2 and log.last_failure.startswith("TypeError")
+    assert config("h:1")["logger"] is CLIENT_LOG
+
+
+def test_a_producer_logging_through_a_failing_logger_flushes_cleanly():
+    """Against a closed port librdkafka logs every refused connection from inside
+    flush(); a raising logger handed to it directly made flush raise the SystemError."""
+    import logging
+
+    from confluent_kafka import Producer
+
+    from deliverylab.clients import ClientLog
+
+    class Failing(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return len(record.levelno) > 0
+
+    inner = logging.getLogger("deliverylab.test_clients.closed_port")
+    inner.propagate = False
+    inner.addFilter(Failing())
+    log = ClientLog(inner)
+    producer = Producer({"bootstrap.servers": "127.0.0.1:1", "logger": log,
+                         "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50,
+                         "message.timeout.ms": 1000})
+    producer.produce("t", b"x")
+    deadline = time.monotonic() + 10  # a loaded machine may take a while to refuse
+    while log.failures == 0 and time.monotonic() < deadline:
+        producer.flush(0.5)  # log lines are served inside flush: it must not raise
+    assert log.failures > 0  # the lines came, failed in the filter, and were kept
+
+
+def test_a_fatal_error_left_pending_by_the_client_is_raised_plainly_and_every_report_kept():
+    """librdkafka turned fatal with deliveries queued: confluent-kafka's error_cb leaves
+    the KafkaException set while the delivery reports run. The lab's callbacks raise
+    it first thing (after recording their report): flush() raises the fatal
+    KafkaException itself, not a SystemError around it or one that lost it."""
+    result = _mock_cluster().case_fatal()
+    assert result["outcome"] == "KafkaException(fatal)", result
+    assert result["recorded"] == 5  # every value's report recorded (_PURGE_QUEUE: fail)

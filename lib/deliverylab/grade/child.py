@@ -220,7 +220,7 @@ class StudentProducer:
             self._events.write(
                 "send", outcome=outcome_of(err), values=[text] if text else [], topic=topic,
                 partition=msg.partition() if ok else None,
-                offset=msg.offset() if ok and msg.offset() >= 0 else None,
+                offset=msg.offset() if ok else None,  # None: acked implicitly (clients.py)
                 error=str(err) if err is not None else None, txn=txn)
             if user is not None:
                 user(err, msg)
