@@ -135,6 +135,8 @@ def build(values: int, every: int, seed: int = 41) -> tuple[History, list[Read]]
     reads[where[swap[1]]] = Read(TOPIC, second.partition, second.offset, first.value,
                                  second.reader)
     reads.append(Read(TOPIC, 1, next_offset[1], "ghost:1", "read_committed"))
+    # In the order a consumer hands them back: batches of 500 from each partition in turn.
+    reads.sort(key=lambda r: (r.offset // 500, r.partition, r.offset))
     return History(ops), reads
 
 

@@ -27,14 +27,18 @@ print, serialise and turn into a DataFrame (``pandas.DataFrame(lost(h, reads))``
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections import Counter, defaultdict
-from collections.abc import Container, Hashable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import filterfalse, islice
+from operator import attrgetter, gt, itemgetter, methodcaller
+from typing import Any, TypeVar
 
 from .errors import bad_value
 from .history import History, Op, Read, parse_value
-from .values import ValueId, decode
+from .values import ValueId, decode, split
 
 LOST = "lost"
 UNSEEN = "unseen"
@@ -64,10 +68,17 @@ INFORMATIONAL = frozenset({UNSEEN})
 EXAMPLES = 5
 
 Finding = dict[str, Any]
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-# Fate of one (topic, value), strongest first: what the log is expected to hold.
-_ACKED, _INDEFINITE, _ABORTED, _FAILED = "acked", "indefinite", "aborted", "failed"
-_RANK = {_ACKED: 3, _INDEFINITE: 2, _ABORTED: 1, _FAILED: 0}
+# Fate of one (topic, value), as a rank, strongest first: what the log is expected to
+# hold. Ints, so that the best of a value's sends is one comparison.
+_ACKED, _INDEFINITE, _ABORTED, _FAILED = 3, 2, 1, 0
+# A send's rank by its outcome, per its transaction's fate (a send outside transactions
+# counts as committed); any other outcome is failed, and an aborted transaction's sends
+# are aborted whatever their outcome.
+_BY_FATE = {"committed": {"ok": _ACKED, "info": _INDEFINITE},
+            "unknown": {"ok": _INDEFINITE, "info": _INDEFINITE},
+            "aborted": {"ok": _ABORTED, "info": _ABORTED, "fail": _ABORTED}}
 
 
 # --- building reads ------------------------------------------------------------------
@@ -111,9 +122,30 @@ def reads_from_records(records: Iterable[Any], reader: str = "") -> list[Read]:
 
 # --- shared indexes ------------------------------------------------------------------
 
+def _bulk(fn: _F) -> _F:
+    """Run ``fn`` with the cyclic garbage collector paused (and resumed after, if it ran).
 
-def _sends(history: Iterable[Op]) -> list[Op]:
-    return [op for op in history if op.kind == "send"]
+    An index of a million sends or records allocates millions of tuples and dicts; each
+    few hundred allocations start a collection, and the older generations' collections
+    walk every live object, the History's ops and the reads included: about a third of
+    a 1M check went there. The indexes hold no reference cycle, so nothing is lost.
+    """
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused  # type: ignore[return-value]
+
+
+Key = tuple[str | None, str]  # (topic, value)
+Place = tuple[str, int, int]  # (topic, partition, offset)
 
 
 def txn_fates(history: Iterable[Op]) -> dict[str, str]:
@@ -135,79 +167,157 @@ def txn_fates(history: Iterable[Op]) -> dict[str, str]:
     return fates
 
 
-def _send_fate(op: Op, fates: Mapping[str, str]) -> str:
+def _send_rank(op: Op, fates: Mapping[str, str]) -> int:
     """What one send op says the log should hold for its value."""
     fate = fates.get(op.txn, "committed") if op.txn is not None else "committed"
-    if fate == "aborted":
-        return _ABORTED
-    if op.outcome == "ok":
-        return _ACKED if fate == "committed" else _INDEFINITE
-    return _INDEFINITE if op.outcome == "info" else _FAILED
+    return _BY_FATE[fate].get(op.outcome, _FAILED)
 
 
-def _expectations(history: Iterable[Op]) -> dict[tuple[str | None, str], tuple[str, Op]]:
-    """Per (topic, value): its strongest fate over all its sends, and the op that set it.
+class _Sends:
+    """The History's sends, indexed once for every detector of a check.
 
-    A value re-sent (by the application or by a pipeline redoing an aborted
-    transaction) counts as acknowledged if any of its sends was.
+    ``expected``: per (topic, value), its strongest fate over all its sends and the op
+    that set it. A value re-sent (by the application or by a pipeline redoing an
+    aborted transaction) counts as acknowledged if any of its sends was.
+    ``at``: the last acknowledged one-value send at each (topic, partition, offset),
+    kept only where an aborted transaction's send was acknowledged: elsewhere the send
+    there is acked or indefinite, and so is its value's fate.
     """
-    ops = list(history)
-    fates = txn_fates(ops)
-    best: dict[tuple[str | None, str], tuple[str, Op]] = {}
-    for op in _sends(ops):
-        fate = _send_fate(op, fates)
-        for value in op.values:
-            key = (op.topic, value)
-            if key not in best or _RANK[fate] > _RANK[best[key][0]]:
-                best[key] = (fate, op)
-    return best
+
+    def __init__(self, history: Iterable[Op]) -> None:
+        ops = list(history)
+        self.fates = fates = txn_fates(ops)
+        sends = [op for op in ops if op.kind == "send"]
+        self.topics = set(map(attrgetter("topic"), sends)) - {None}
+        self.expected: dict[Key, tuple[int, Op]] = {}
+        self.at: dict[Place, Op] = {}
+        best, get, at = self.expected, self.expected.get, self.at
+        by_txn = {txn: _BY_FATE[fate] for txn, fate in fates.items()}
+        by_txn[None] = _BY_FATE["committed"]
+        at_offsets: set[int] = set()
+        for op in sends:
+            rank = by_txn[op.txn].get(op.outcome, _FAILED)
+            topic, values = op.topic, op.values
+            for value in values:
+                key = (topic, value)
+                prev = get(key)
+                if prev is None or rank > prev[0]:
+                    best[key] = (rank, op)
+            if ((rank == _ABORTED or (at_offsets and op.offset in at_offsets))
+                    and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
+                place = (topic, op.partition, op.offset)
+                if rank == _ABORTED:
+                    at[place] = op
+                    at_offsets.add(op.offset)
+                elif place in at:  # a later send at the same place: the last one wins
+                    at[place] = op
 
 
-def _records(reads: Iterable[Read]) -> dict[tuple[str, int, int], str]:
+def _records(reads: Iterable[Read]) -> dict[Place, str]:
     """Distinct lab records: (topic, partition, offset) -> value."""
     return {(r.topic, r.partition, r.offset): r.value for r in reads if r.value is not None}
 
 
-def _missing(history: Iterable[Op], reads: Iterable[Read], wanted: str) -> list[Finding]:
-    records = _records(reads)
-    present = {(t, v) for (t, _, _), v in records.items()}
-    present_values = {v for _, v in present}
-    out = []
-    for (topic, value), (fate, op) in _expectations(history).items():
-        if fate != wanted:
+class _Scan:
+    """One pass over the records: where each (topic, value) is stored (``first`` place,
+    and every place of those stored more than once) and, given the sends, the records
+    from transactions that did not commit and the records no send explains."""
+
+    def __init__(self, records: dict[Place, str], sends: _Sends | None = None) -> None:
+        self.first: dict[Key, Place] = {}
+        self.multi: dict[Key, list[Place]] = {}
+        self.aborted: list[Finding] = []
+        self.unexpected: list[Finding] = []
+        multi, setdefault = self.multi, self.first.setdefault
+        if sends is None:
+            for place, value in records.items():
+                key = (place[0], value)
+                seen = setdefault(key, place)
+                if seen is not place:
+                    multi.setdefault(key, [seen]).append(place)
+            return
+        expected, at, fates = sends.expected.get, sends.at, sends.fates
+        for place, value in records.items():
+            topic = place[0]
+            key = (topic, value)
+            seen = setdefault(key, place)
+            if seen is not place:
+                multi.setdefault(key, [seen]).append(place)
+            fate = expected(key) or expected((None, value))
+            if fate is None:
+                if topic in sends.topics:
+                    self.unexpected.append(_placed(value, place, why="never sent"))
+                continue
+            rank, op = fate
+            if rank == _FAILED:
+                self.unexpected.append(_placed(value, place, why="every send failed"))
+            if at:  # tied to its send by the acked place, when the History has it
+                sent = at.get(place)
+                if sent is not None and sent.values[0] == value:
+                    rank, op = _send_rank(sent, fates), sent
+            if rank == _ABORTED:
+                self.aborted.append(_placed(value, place, txn=op.txn))
+
+
+def _placed(value: str, place: Place, **more: Any) -> Finding:
+    return {"value": value, "topic": place[0], "partition": place[1], "offset": place[2],
+            **more}
+
+
+def _vkey(value: str) -> tuple[str, int]:
+    """Sort key of a value, in ValueId order; a value that is not one raises BadValue."""
+    try:
+        return split(value)
+    except ValueError:
+        parse_value(value)  # raises the lab's one-line BadValue
+        raise
+
+
+def _by_place(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+
+
+def _missing(sends: _Sends, present: Mapping[Key, Place]) -> dict[int, list[Finding]]:
+    """Acked and indefinite (topic, value)s of the History that no record holds."""
+    # The History's order (equal sort keys keep it), filtered in C.
+    keys = filterfalse(present.__contains__, sends.expected)
+    out: dict[int, list[Finding]] = {_ACKED: [], _INDEFINITE: []}
+    present_values: set[str] | None = None
+    for key in keys:
+        rank, op = sends.expected[key]
+        if rank < _INDEFINITE:
             continue
-        if (topic, value) in present or (topic is None and value in present_values):
-            continue
-        out.append(
-            {
-                "value": value,
-                "topic": topic,
-                "partition": op.partition,
-                "offset": op.offset,
-                "process": op.process,
-                "txn": op.txn,
-                "error": op.error,
-            }
-        )
-    return sorted(out, key=lambda f: (str(f["topic"]), parse_value(f["value"])))
+        topic, value = key
+        if topic is None:  # a send recorded without its topic: read in any topic
+            if present_values is None:
+                present_values = {v for _, v in present}
+            if value in present_values:
+                continue
+        out[rank].append({"value": value, "topic": topic, "partition": op.partition,
+                          "offset": op.offset, "process": op.process, "txn": op.txn,
+                          "error": op.error})
+    return {rank: sorted(found, key=lambda f: (str(f["topic"]), _vkey(f["value"])))
+            for rank, found in out.items()}
 
 
 # --- detectors -----------------------------------------------------------------------
 
 
+@_bulk
 def lost(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Acknowledged values never read: the send ended ``ok`` (and, in a transaction, the
     transaction committed), yet the topic does not hold the value.
 
     The example carries where the ack said it was written (partition, offset).
     """
-    return _missing(history, reads, _ACKED)
+    return _missing(_Sends(history), _Scan(_records(reads)).first)[_ACKED]
 
 
+@_bulk
 def unseen(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Indefinite sends never read: outcome ``info`` (or ``ok`` in a transaction whose
     commit timed out), and absent. Not an error -- nobody was promised anything."""
-    return _missing(history, reads, _INDEFINITE)
+    return _missing(_Sends(history), _Scan(_records(reads)).first)[_INDEFINITE]
 
 
 def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None = None) -> int:
@@ -222,19 +332,27 @@ def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None =
     return sum(n - 1 for n in counts.values())
 
 
+@_bulk
 def duplicates(reads: Iterable[Read]) -> list[Finding]:
     """Values held by more than one record of the same topic, with every copy's place."""
-    places: dict[tuple[str, str], set[tuple[int, int]]] = defaultdict(set)
-    for (topic, partition, offset), value in _records(reads).items():
-        places[(topic, value)].add((partition, offset))
+    return _duplicates(_Scan(_records(reads)))
+
+
+def _duplicates(scan: _Scan, skip_topic: str | None = None) -> list[Finding]:
+    multi = scan.multi
+    # In the order each value was first read, so that equal sort keys keep that order.
+    keys = [key for key in scan.first if key in multi] if multi else []
     out = [
-        {"value": value, "topic": topic, "copies": len(ps), "offsets": sorted(map(list, ps))}
-        for (topic, value), ps in places.items()
-        if len(ps) > 1
+        {"value": value, "topic": topic, "copies": len(multi[key]),
+         "offsets": sorted([p, o] for _, p, o in multi[key])}
+        for key in keys
+        for topic, value in (key,)
+        if skip_topic is None or topic != skip_topic
     ]
-    return sorted(out, key=lambda f: (f["topic"], parse_value(f["value"])))
+    return sorted(out, key=lambda f: (f["topic"], _vkey(f["value"])))
 
 
+@_bulk
 def aborted_reads(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Records written by a transaction that did not commit, found in the reads.
 
@@ -243,36 +361,10 @@ def aborted_reads(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]
     transaction. Otherwise, by value: it is an aborted read only if *every* send of
     that value belongs to a transaction that did not commit.
     """
-    ops = list(history)
-    fates = txn_fates(ops)
-    # Acked sends of one value with a known place: (topic, partition, offset) -> op.
-    at = {
-        (op.topic, op.partition, op.offset): op
-        for op in _sends(ops)
-        if op.outcome == "ok" and len(op.values) == 1 and op.offset is not None
-    }
-    expected = _expectations(ops)
-    out = []
-    for (topic, partition, offset), value in _records(reads).items():
-        op = at.get((topic, partition, offset))
-        if op is not None and op.values[0] == value:
-            aborted = _send_fate(op, fates) == _ABORTED
-        else:
-            fate, op = expected.get((topic, value)) or expected.get((None, value)) or ("", None)
-            aborted = fate == _ABORTED
-        if aborted and op is not None:
-            out.append(
-                {
-                    "value": value,
-                    "topic": topic,
-                    "partition": partition,
-                    "offset": offset,
-                    "txn": op.txn,
-                }
-            )
-    return sorted(out, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+    return _by_place(_Scan(_records(reads), _Sends(history)).aborted)
 
 
+@_bulk
 def reordered(reads: Iterable[Read]) -> list[Finding]:
     """Values a producer sent earlier (lower seq) stored *after* a later one.
 
@@ -282,31 +374,62 @@ def reordered(reads: Iterable[Read]) -> list[Finding]:
     whose seq is below the highest seq already seen is reordered; ``after`` names that
     later value. Needs no History: seq *is* the producer's send order.
     """
-    first: dict[tuple[str, int, str], dict[int, int]] = defaultdict(dict)
-    for (topic, partition, offset), value in sorted(_records(reads).items()):
-        vid = parse_value(value)
-        seqs = first[(topic, partition, vid.producer)]
-        seqs.setdefault(vid.seq, offset)  # sorted by offset: first copy wins
-    out = []
-    for (topic, partition, producer), seqs in first.items():
-        top_seq, top_offset = None, None
-        for seq, offset in sorted(seqs.items(), key=lambda item: item[1]):
-            if top_seq is not None and seq < top_seq:
-                out.append(
-                    {
-                        "value": str(ValueId(producer, seq)),
-                        "topic": topic,
-                        "partition": partition,
-                        "offset": offset,
-                        "after": str(ValueId(producer, top_seq)),
-                        "after_offset": top_offset,
-                    }
-                )
-            elif top_seq is None or seq > top_seq:
-                top_seq, top_offset = seq, offset
-    return sorted(out, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+    return _reordered(_records(reads))
 
 
+def _reordered(records: dict[Place, str]) -> list[Finding]:
+    partitions: dict[tuple[str, int], tuple[list[int], list[str]]] = {}
+    for (topic, partition, offset), value in records.items():
+        column = partitions.get((topic, partition))
+        if column is None:
+            column = partitions[(topic, partition)] = ([], [])
+        column[0].append(offset)
+        column[1].append(value)
+    out: list[Finding] = []
+    try:
+        for (topic, partition), (offsets, values) in partitions.items():
+            if any(map(gt, offsets, islice(offsets, 1, None))):  # not read in offset order
+                order = sorted(range(len(offsets)), key=offsets.__getitem__)
+                offsets = list(map(offsets.__getitem__, order))
+                values = list(map(values.__getitem__, order))
+            _walk(topic, partition, offsets, values, out)
+    except (ValueError, AttributeError):  # not a "producer:seq" string
+        out = []
+        for (topic, partition), _ in sorted(partitions.items()):
+            # Every value in offset order, as a ValueId string: the first that is not
+            # one raises the lab's BadValue, naming it.
+            ordered = sorted(partitions[(topic, partition)][0])
+            values = [str(parse_value(records[(topic, partition, o)])) for o in ordered]
+            _walk(topic, partition, ordered, values, out)
+    return _by_place(out)
+
+
+def _walk(topic: str, partition: int, offsets: list[int], values: list[str],
+          out: list[Finding]) -> None:
+    """Walk one partition's values in offset order, each producer's first copies."""
+    parts = list(map(methodcaller("rpartition", ":"), values))
+    names = list(map(itemgetter(0), parts))
+    texts = list(map(itemgetter(2), parts))
+    if all(names) and all(map(str.isdigit, texts)):  # the usual case: split in C
+        seqs = list(map(int, texts))
+    else:  # a negative seq, or not a value id (then it raises ValueError)
+        names, seqs = map(list, zip(*map(split, values), strict=True))
+    producers: dict[str, list[Any]] = {}  # producer -> [seqs seen, highest seq, its offset]
+    for offset, producer, seq in zip(offsets, names, seqs, strict=True):
+        state = producers.get(producer)
+        if state is None:
+            producers[producer] = [{seq}, seq, offset]
+        elif seq > state[1]:  # the usual case: the producer's next value
+            state[0].add(seq)
+            state[1], state[2] = seq, offset
+        elif seq not in state[0]:  # below the highest, and its first copy: reordered
+            state[0].add(seq)
+            out.append({"value": f"{producer}:{seq}", "topic": topic, "partition": partition,
+                        "offset": offset, "after": f"{producer}:{state[1]}",
+                        "after_offset": state[2]})
+
+
+@_bulk
 def unexpected(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Records the History cannot explain: every send of the value ended ``fail``, or
     no send of it was recorded at all, in a topic the History does write to.
@@ -315,22 +438,7 @@ def unexpected(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     *last* retry of a message whose first attempt was appended (see
     :func:`~deliverylab.history.classify`); "never sent" points at a recording bug.
     """
-    ops = list(history)
-    expected = _expectations(ops)
-    written_topics = {op.topic for op in _sends(ops) if op.topic is not None}
-    out = []
-    for (topic, partition, offset), value in _records(reads).items():
-        fate, _ = expected.get((topic, value)) or expected.get((None, value)) or ("", None)
-        if fate == _FAILED:
-            why = "every send failed"
-        elif not fate and topic in written_topics:
-            why = "never sent"
-        else:
-            continue
-        out.append(
-            {"value": value, "topic": topic, "partition": partition, "offset": offset, "why": why}
-        )
-    return sorted(out, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+    return _by_place(_Scan(_records(reads), _Sends(history)).unexpected)
 
 
 def pipeline_exactly_once(
@@ -482,6 +590,7 @@ class Result:
         }
 
 
+@_bulk
 def check(
     history: History | Iterable[Op],
     reads: Iterable[Read],
@@ -498,31 +607,35 @@ def check(
     unknown = allowed - set(ANOMALIES)
     if unknown:
         raise bad_value("allowed", sorted(unknown), f"names from {', '.join(ANOMALIES)}")
-    ops, reads = list(history), list(reads)
+    reads = list(reads)
+    # Every detector reads the same two indexes, each built once: the sends per
+    # (topic, value), and one pass over the distinct records.
+    sends, records = _Sends(history), _records(reads)
+    scan = _Scan(records, sends)
+    missing = _missing(sends, scan.first)
     found = {
-        LOST: lost(ops, reads),
+        LOST: missing[_ACKED],
         # A pipeline's output is judged by the pipeline check (re-processing shows up as
         # pipeline_extra), so that a mode can allow one without the other.
-        DUPLICATES: duplicates([r for r in reads if pipeline is None or r.topic != pipeline[1]]),
-        ABORTED_READS: aborted_reads(ops, reads),
-        REORDERED: reordered(reads),
-        UNEXPECTED: unexpected(ops, reads),
-        UNSEEN: unseen(ops, reads),
+        DUPLICATES: _duplicates(scan, skip_topic=None if pipeline is None else pipeline[1]),
+        ABORTED_READS: _by_place(scan.aborted),
+        REORDERED: _reordered(records),
+        UNEXPECTED: _by_place(scan.unexpected),
+        UNSEEN: missing[_INDEFINITE],
     }
     if pipeline is not None:
         source, sink = pipeline
-        missing, extra = pipeline_exactly_once(
+        found[PIPELINE_MISSING], found[PIPELINE_EXTRA] = pipeline_exactly_once(
             [r for r in reads if r.topic == source], [r for r in reads if r.topic == sink]
         )
-        found[PIPELINE_MISSING], found[PIPELINE_EXTRA] = missing, extra
     counts = {a: len(found[a]) for a in ANOMALIES if a in found}
-    fates = [fate for fate, _ in _expectations(ops).values()]
+    fates = Counter(map(itemgetter(0), sends.expected.values()))
     stats = {
-        "values_sent": len(fates),
-        "acknowledged": fates.count(_ACKED),
-        "indefinite": fates.count(_INDEFINITE),
-        "failed": fates.count(_FAILED) + fates.count(_ABORTED),
-        "records_read": len(_records(reads)),
+        "values_sent": len(sends.expected),
+        "acknowledged": fates[_ACKED],
+        "indefinite": fates[_INDEFINITE],
+        "failed": fates[_FAILED] + fates[_ABORTED],
+        "records_read": len(records),
     }
     valid = all(not n or a in allowed or a in INFORMATIONAL for a, n in counts.items())
     return Result(

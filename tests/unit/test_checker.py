@@ -689,8 +689,9 @@ def test_fast_detectors_equal_the_ones_before_on_hand_written_histories(case):
         r += [read("producer-0:07", 5), read("producer-0:7", 6), read("a:b:-3", 7),
               read("a:b:-5", 8), read(None, 9), read(ValueId("producer-0", 2), 10)]
     elif case == "same_sort_key":
-        r = [read("p:7", 1), read("p:07", 2, partition=1), read("p:007", 3), read("p:7", 4),
-             read("p:07", 5, partition=1)]
+        # p:7 is first read first, p:07 first stored twice: the first reading decides.
+        r = [read("p:7", 1), read("p:07", 2, partition=1), read("p:07", 3, partition=1),
+             read("p:007", 3), read("p:7", 4), read("p:007", 5)]
         h = [send("p:1", topic=None), send("p:1", topic="None")]
     elif case == "unsorted_reads":
         r = list(reversed(r)) + [read("producer-0:9", 1, partition=2),
@@ -703,7 +704,7 @@ def test_fast_detectors_equal_the_ones_before_on_hand_written_histories(case):
     assert_same_as_before(h, r, pipeline=("t", "out"))
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(40))
 def test_fast_check_equals_the_one_before_on_random_histories(seed):
     rng = random.Random(seed)
     topics, history, reads = ["in", "out", None], [], []
