@@ -144,8 +144,8 @@ def _bulk(fn: _F) -> _F:
     return paused  # type: ignore[return-value]
 
 
-Key = tuple[str | None, str]  # (topic, value)
-Place = tuple[str, int, int]  # (topic, partition, offset)
+Parts = dict[tuple[str, int], dict[int, str]]  # (topic, partition) -> offset -> value
+Where = tuple[int, int]  # (partition, offset) within a topic
 
 
 def txn_fates(history: Iterable[Op]) -> dict[str, str]:
@@ -176,10 +176,10 @@ def _send_rank(op: Op, fates: Mapping[str, str]) -> int:
 class _Sends:
     """The History's sends, indexed once for every detector of a check.
 
-    ``expected``: per (topic, value), its strongest fate over all its sends and the op
-    that set it. A value re-sent (by the application or by a pipeline redoing an
-    aborted transaction) counts as acknowledged if any of its sends was.
-    ``at``: the last acknowledged one-value send at each (topic, partition, offset),
+    ``expected[topic][value]``: the value's strongest fate over all its sends to the
+    topic, and the first op with it. A value re-sent (by the application or by a
+    pipeline redoing an aborted transaction) counts as acknowledged if any send was.
+    ``at[(topic, partition)][offset]``: the last acknowledged one-value send there,
     kept only where an aborted transaction's send was acknowledged: elsewhere the send
     there is acked or indefinite, and so is its value's fate.
     """
@@ -187,81 +187,97 @@ class _Sends:
     def __init__(self, history: Iterable[Op]) -> None:
         ops = list(history)
         self.fates = fates = txn_fates(ops)
-        sends = [op for op in ops if op.kind == "send"]
+        self.sends = sends = [op for op in ops if op.kind == "send"]
         self.topics = set(map(attrgetter("topic"), sends)) - {None}
-        self.expected: dict[Key, tuple[int, Op]] = {}
-        self.at: dict[Place, Op] = {}
-        best, get, at = self.expected, self.expected.get, self.at
+        self.expected: dict[str | None, dict[str, tuple[int, Op]]] = {}
+        self.at: dict[tuple[str, int], dict[int, Op]] = {}
         by_txn = {txn: _BY_FATE[fate] for txn, fate in fates.items()}
         by_txn[None] = _BY_FATE["committed"]
-        at_offsets: set[int] = set()
+        last, best, at_offsets = object(), {}, set()
         for op in sends:
             rank = by_txn[op.txn].get(op.outcome, _FAILED)
             topic, values = op.topic, op.values
+            if topic is not last:
+                best, last = self.expected.setdefault(topic, {}), topic
             for value in values:
-                key = (topic, value)
-                prev = get(key)
+                prev = best.get(value)
                 if prev is None or rank > prev[0]:
-                    best[key] = (rank, op)
+                    best[value] = (rank, op)
             if ((rank == _ABORTED or (at_offsets and op.offset in at_offsets))
                     and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
-                place = (topic, op.partition, op.offset)
                 if rank == _ABORTED:
-                    at[place] = op
+                    self.at.setdefault((topic, op.partition), {})[op.offset] = op
                     at_offsets.add(op.offset)
-                elif place in at:  # a later send at the same place: the last one wins
-                    at[place] = op
+                elif op.offset in self.at.get((topic, op.partition), ()):
+                    self.at[(topic, op.partition)][op.offset] = op  # the last one wins
+
+    def order(self) -> dict[tuple[str | None, str], int]:
+        """Each (topic, value)'s first send: the order findings of equal sort keys keep."""
+        first: dict[tuple[str | None, str], int] = {}
+        for op in self.sends:
+            for value in op.values:
+                first.setdefault((op.topic, value), len(first))
+        return first
 
 
-def _records(reads: Iterable[Read]) -> dict[Place, str]:
-    """Distinct lab records: (topic, partition, offset) -> value."""
-    return {(r.topic, r.partition, r.offset): r.value for r in reads if r.value is not None}
+def _records(reads: Iterable[Read]) -> Parts:
+    """Distinct lab records, per topic-partition: offset -> value (the last read wins)."""
+    parts: Parts = {}
+    for r in reads:
+        if r.value is not None:
+            offsets = parts.get((r.topic, r.partition))
+            if offsets is None:
+                offsets = parts[(r.topic, r.partition)] = {}
+            offsets[r.offset] = r.value
+    return parts
 
 
 class _Scan:
-    """One pass over the records: where each (topic, value) is stored (``first`` place,
-    and every place of those stored more than once) and, given the sends, the records
-    from transactions that did not commit and the records no send explains."""
+    """One pass over the records: where each value is stored in each topic (``first``
+    place, and every place of those stored more than once) and, given the sends, the
+    records from transactions that did not commit and the records no send explains."""
 
-    def __init__(self, records: dict[Place, str], sends: _Sends | None = None) -> None:
-        self.first: dict[Key, Place] = {}
-        self.multi: dict[Key, list[Place]] = {}
+    def __init__(self, parts: Parts, sends: _Sends | None = None) -> None:
+        self.first: dict[str, dict[str, Where]] = {}
+        self.multi: dict[tuple[str, str], list[Where]] = {}
         self.aborted: list[Finding] = []
         self.unexpected: list[Finding] = []
-        multi, setdefault = self.multi, self.first.setdefault
-        if sends is None:
-            for place, value in records.items():
-                key = (place[0], value)
-                seen = setdefault(key, place)
-                if seen is not place:
-                    multi.setdefault(key, [seen]).append(place)
-            return
-        expected, at, fates = sends.expected.get, sends.at, sends.fates
-        for place, value in records.items():
-            topic = place[0]
-            key = (topic, value)
-            seen = setdefault(key, place)
-            if seen is not place:
-                multi.setdefault(key, [seen]).append(place)
-            fate = expected(key) or expected((None, value))
-            if fate is None:
-                if topic in sends.topics:
-                    self.unexpected.append(_placed(value, place, why="never sent"))
+        multi, nothing = self.multi, {}
+        topicless = sends.expected.get(None, nothing) if sends else nothing
+        for (topic, partition), offsets in parts.items():
+            first = self.first.setdefault(topic, {})
+            if sends is None:
+                for offset, value in offsets.items():
+                    where = (partition, offset)
+                    seen = first.setdefault(value, where)
+                    if seen is not where:
+                        multi.setdefault((topic, value), [seen]).append(where)
                 continue
-            rank, op = fate
-            if rank == _FAILED:
-                self.unexpected.append(_placed(value, place, why="every send failed"))
-            if at:  # tied to its send by the acked place, when the History has it
-                sent = at.get(place)
-                if sent is not None and sent.values[0] == value:
-                    rank, op = _send_rank(sent, fates), sent
-            if rank == _ABORTED:
-                self.aborted.append(_placed(value, place, txn=op.txn))
+            expected = sends.expected.get(topic, nothing)
+            at = sends.at.get((topic, partition))
+            for offset, value in offsets.items():
+                where = (partition, offset)
+                seen = first.setdefault(value, where)
+                if seen is not where:
+                    multi.setdefault((topic, value), [seen]).append(where)
+                fate = expected.get(value) or topicless.get(value)
+                if fate is None:
+                    if topic in sends.topics:
+                        self.unexpected.append(_placed(value, topic, where, why="never sent"))
+                    continue
+                rank, op = fate
+                if rank == _FAILED:
+                    self.unexpected.append(_placed(value, topic, where, why="every send failed"))
+                if at:  # tied to its send by the acked place, when the History has it
+                    sent = at.get(offset)
+                    if sent is not None and sent.values[0] == value:
+                        rank, op = _send_rank(sent, sends.fates), sent
+                if rank == _ABORTED:
+                    self.aborted.append(_placed(value, topic, where, txn=op.txn))
 
 
-def _placed(value: str, place: Place, **more: Any) -> Finding:
-    return {"value": value, "topic": place[0], "partition": place[1], "offset": place[2],
-            **more}
+def _placed(value: str, topic: str, where: Where, **more: Any) -> Finding:
+    return {"value": value, "topic": topic, "partition": where[0], "offset": where[1], **more}
 
 
 def _vkey(value: str) -> tuple[str, int]:
@@ -277,25 +293,27 @@ def _by_place(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (f["topic"], f["partition"], f["offset"]))
 
 
-def _missing(sends: _Sends, present: Mapping[Key, Place]) -> dict[int, list[Finding]]:
-    """Acked and indefinite (topic, value)s of the History that no record holds."""
-    # The History's order (equal sort keys keep it), filtered in C.
-    keys = filterfalse(present.__contains__, sends.expected)
+def _missing(sends: _Sends, scan: _Scan) -> dict[int, list[Finding]]:
+    """Acked and indefinite values of the History that no record of their topic holds
+    (a send recorded without its topic: that no record of any topic holds)."""
     out: dict[int, list[Finding]] = {_ACKED: [], _INDEFINITE: []}
-    present_values: set[str] | None = None
-    for key in keys:
-        rank, op = sends.expected[key]
-        if rank < _INDEFINITE:
-            continue
-        topic, value = key
-        if topic is None:  # a send recorded without its topic: read in any topic
-            if present_values is None:
-                present_values = {v for _, v in present}
-            if value in present_values:
-                continue
-        out[rank].append({"value": value, "topic": topic, "partition": op.partition,
-                          "offset": op.offset, "process": op.process, "txn": op.txn,
-                          "error": op.error})
+    for topic, expected in sends.expected.items():
+        if topic is None:
+            present = set().union(*scan.first.values())
+        else:
+            present = scan.first.get(topic, {})  # type: ignore[assignment]
+        for value in filterfalse(present.__contains__, expected):  # in C
+            rank, op = expected[value]
+            if rank >= _INDEFINITE:
+                out[rank].append({"value": value, "topic": topic, "partition": op.partition,
+                                  "offset": op.offset, "process": op.process, "txn": op.txn,
+                                  "error": op.error})
+    if len({str(topic) for topic in sends.expected}) < len(sends.expected):
+        # Topics that print alike (None, "None") sort alike: the first send goes first.
+        order = sends.order()
+        return {rank: sorted(found, key=lambda f: (str(f["topic"]), _vkey(f["value"]),
+                                                   order[(f["topic"], f["value"])]))
+                for rank, found in out.items()}
     return {rank: sorted(found, key=lambda f: (str(f["topic"]), _vkey(f["value"])))
             for rank, found in out.items()}
 
@@ -310,14 +328,14 @@ def lost(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
 
     The example carries where the ack said it was written (partition, offset).
     """
-    return _missing(_Sends(history), _Scan(_records(reads)).first)[_ACKED]
+    return _missing(_Sends(history), _Scan(_records(reads)))[_ACKED]
 
 
 @_bulk
 def unseen(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Indefinite sends never read: outcome ``info`` (or ``ok`` in a transaction whose
     commit timed out), and absent. Not an error -- nobody was promised anything."""
-    return _missing(_Sends(history), _Scan(_records(reads)).first)[_INDEFINITE]
+    return _missing(_Sends(history), _Scan(_records(reads)))[_INDEFINITE]
 
 
 def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None = None) -> int:
@@ -335,20 +353,24 @@ def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None =
 @_bulk
 def duplicates(reads: Iterable[Read]) -> list[Finding]:
     """Values held by more than one record of the same topic, with every copy's place."""
-    return _duplicates(_Scan(_records(reads)))
+    reads = list(reads)
+    return _duplicates(_Scan(_records(reads)), reads)
 
 
-def _duplicates(scan: _Scan, skip_topic: str | None = None) -> list[Finding]:
-    multi = scan.multi
-    # In the order each value was first read, so that equal sort keys keep that order.
-    keys = [key for key in scan.first if key in multi] if multi else []
-    out = [
-        {"value": value, "topic": topic, "copies": len(multi[key]),
-         "offsets": sorted([p, o] for _, p, o in multi[key])}
-        for key in keys
-        for topic, value in (key,)
-        if skip_topic is None or topic != skip_topic
-    ]
+def _duplicates(scan: _Scan, reads: list[Read], skip_topic: str | None = None) -> list[Finding]:
+    out = [{"value": value, "topic": topic, "copies": len(places),
+            "offsets": sorted(map(list, places))}
+           for (topic, value), places in scan.multi.items()
+           if skip_topic is None or topic != skip_topic]
+    keys = [(f["topic"], _vkey(f["value"])) for f in out]
+    if len(set(keys)) < len(keys):
+        # Two spellings of one value id ("p:7", "p:07") sort alike: the first read first.
+        order: dict[tuple[str, str], int] = {}
+        for (topic, _, _), value in {(r.topic, r.partition, r.offset): r.value
+                                     for r in reads if r.value is not None}.items():
+            order.setdefault((topic, value), len(order))
+        return sorted(out, key=lambda f: (f["topic"], _vkey(f["value"]),
+                                          order[(f["topic"], f["value"])]))
     return sorted(out, key=lambda f: (f["topic"], _vkey(f["value"])))
 
 
@@ -377,30 +399,22 @@ def reordered(reads: Iterable[Read]) -> list[Finding]:
     return _reordered(_records(reads))
 
 
-def _reordered(records: dict[Place, str]) -> list[Finding]:
-    partitions: dict[tuple[str, int], tuple[list[int], list[str]]] = {}
-    for (topic, partition, offset), value in records.items():
-        column = partitions.get((topic, partition))
-        if column is None:
-            column = partitions[(topic, partition)] = ([], [])
-        column[0].append(offset)
-        column[1].append(value)
+def _reordered(parts: Parts) -> list[Finding]:
     out: list[Finding] = []
     try:
-        for (topic, partition), (offsets, values) in partitions.items():
+        for (topic, partition), found in parts.items():
+            offsets = list(found)
             if any(map(gt, offsets, islice(offsets, 1, None))):  # not read in offset order
-                order = sorted(range(len(offsets)), key=offsets.__getitem__)
-                offsets = list(map(offsets.__getitem__, order))
-                values = list(map(values.__getitem__, order))
-            _walk(topic, partition, offsets, values, out)
+                offsets.sort()
+            _walk(topic, partition, offsets, list(map(found.__getitem__, offsets)), out)
     except (ValueError, AttributeError):  # not a "producer:seq" string
         out = []
-        for (topic, partition), _ in sorted(partitions.items()):
+        for (topic, partition), found in sorted(parts.items()):
             # Every value in offset order, as a ValueId string: the first that is not
             # one raises the lab's BadValue, naming it.
-            ordered = sorted(partitions[(topic, partition)][0])
-            values = [str(parse_value(records[(topic, partition, o)])) for o in ordered]
-            _walk(topic, partition, ordered, values, out)
+            offsets = sorted(found)
+            values = [str(parse_value(found[offset])) for offset in offsets]
+            _walk(topic, partition, offsets, values, out)
     return _by_place(out)
 
 
@@ -453,11 +467,8 @@ def pipeline_exactly_once(
     are not in the input at all).
     """
 
-    def counts(reads: Iterable[Read]) -> dict[str, int]:
-        n: dict[str, int] = defaultdict(int)
-        for value in _records(reads).values():
-            n[value] += 1
-        return n
+    def counts(reads: Iterable[Read]) -> Counter[str]:
+        return Counter(v for found in _records(reads).values() for v in found.values())
 
     want, got = counts(input_reads), counts(output_reads)
     missing, extra = [], []
@@ -477,34 +488,20 @@ def pipeline_exactly_once(
 # --- the verdict ---------------------------------------------------------------------
 
 _PHRASES = {
-    LOST: (
-        "acknowledged value was never read (lost)",
-        "acknowledged values were never read (lost)",
-    ),
-    DUPLICATES: (
-        "value was stored more than once (duplicates)",
-        "values were stored more than once (duplicates)",
-    ),
-    ABORTED_READS: (
-        "record from a transaction that did not commit was read (aborted_reads)",
-        "records from transactions that did not commit were read (aborted_reads)",
-    ),
-    REORDERED: (
-        "value was stored after a later value of its producer (reordered)",
-        "values were stored after a later value of their producer (reordered)",
-    ),
-    UNEXPECTED: (
-        "record has no send that could explain it (unexpected)",
-        "records have no send that could explain them (unexpected)",
-    ),
-    PIPELINE_MISSING: (
-        "input value is missing from the pipeline output (pipeline_missing)",
-        "input values are missing from the pipeline output (pipeline_missing)",
-    ),
-    PIPELINE_EXTRA: (
-        "value appears in the pipeline output too often (pipeline_extra)",
-        "values appear in the pipeline output too often (pipeline_extra)",
-    ),
+    LOST: ("acknowledged value was never read (lost)",
+           "acknowledged values were never read (lost)"),
+    DUPLICATES: ("value was stored more than once (duplicates)",
+                 "values were stored more than once (duplicates)"),
+    ABORTED_READS: ("record from a transaction that did not commit was read (aborted_reads)",
+                    "records from transactions that did not commit were read (aborted_reads)"),
+    REORDERED: ("value was stored after a later value of its producer (reordered)",
+                "values were stored after a later value of their producer (reordered)"),
+    UNEXPECTED: ("record has no send that could explain it (unexpected)",
+                 "records have no send that could explain them (unexpected)"),
+    PIPELINE_MISSING: ("input value is missing from the pipeline output (pipeline_missing)",
+                       "input values are missing from the pipeline output (pipeline_missing)"),
+    PIPELINE_EXTRA: ("value appears in the pipeline output too often (pipeline_extra)",
+                     "values appear in the pipeline output too often (pipeline_extra)"),
     UNSEEN: (
         "indefinite send was never read (unseen: it may or may not have been written, "
         "so this is information, not an error)",
@@ -608,18 +605,18 @@ def check(
     if unknown:
         raise bad_value("allowed", sorted(unknown), f"names from {', '.join(ANOMALIES)}")
     reads = list(reads)
-    # Every detector reads the same two indexes, each built once: the sends per
-    # (topic, value), and one pass over the distinct records.
-    sends, records = _Sends(history), _records(reads)
-    scan = _Scan(records, sends)
-    missing = _missing(sends, scan.first)
+    # Every detector reads the same two indexes, each built once: the sends per topic
+    # and value, and the distinct records per topic-partition, scanned once.
+    sends, parts = _Sends(history), _records(reads)
+    scan = _Scan(parts, sends)
+    missing = _missing(sends, scan)
     found = {
         LOST: missing[_ACKED],
         # A pipeline's output is judged by the pipeline check (re-processing shows up as
         # pipeline_extra), so that a mode can allow one without the other.
-        DUPLICATES: _duplicates(scan, skip_topic=None if pipeline is None else pipeline[1]),
+        DUPLICATES: _duplicates(scan, reads, None if pipeline is None else pipeline[1]),
         ABORTED_READS: _by_place(scan.aborted),
-        REORDERED: _reordered(records),
+        REORDERED: _reordered(parts),
         UNEXPECTED: _by_place(scan.unexpected),
         UNSEEN: missing[_INDEFINITE],
     }
@@ -629,13 +626,13 @@ def check(
             [r for r in reads if r.topic == source], [r for r in reads if r.topic == sink]
         )
     counts = {a: len(found[a]) for a in ANOMALIES if a in found}
-    fates = Counter(map(itemgetter(0), sends.expected.values()))
+    fates = Counter(rank for values in sends.expected.values() for rank, _ in values.values())
     stats = {
-        "values_sent": len(sends.expected),
+        "values_sent": sum(map(len, sends.expected.values())),
         "acknowledged": fates[_ACKED],
         "indefinite": fates[_INDEFINITE],
         "failed": fates[_FAILED] + fates[_ABORTED],
-        "records_read": len(records),
+        "records_read": sum(map(len, parts.values())),
     }
     valid = all(not n or a in allowed or a in INFORMATIONAL for a, n in counts.items())
     return Result(
