@@ -32,7 +32,7 @@ import gc
 from collections import Counter, defaultdict
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import filterfalse, islice
+from itertools import chain, filterfalse, islice
 from operator import attrgetter, gt, itemgetter, methodcaller
 from typing import Any, TypeVar
 
@@ -125,11 +125,9 @@ def reads_from_records(records: Iterable[Any], reader: str = "") -> list[Read]:
 def _bulk(fn: _F) -> _F:
     """Run ``fn`` with the cyclic garbage collector paused (and resumed after, if it ran).
 
-    An index of a million sends or records allocates millions of tuples and dicts; each
-    few hundred allocations start a collection, and the older generations' collections
-    walk every live object, the History's ops and the reads included: about a third of
-    a 1M check went there. The indexes hold no reference cycle, so nothing is lost.
-    """
+    Indexing a million sends allocates millions of tuples and dicts, and every few
+    hundred start a collection; the older generations' walk every live object, ops and
+    reads included: a third of a 1M check. The indexes make no cycle to collect."""
 
     @functools.wraps(fn)
     def paused(*args: Any, **kwargs: Any) -> Any:
@@ -194,16 +192,18 @@ class _Sends:
         by_txn = {txn: _BY_FATE[fate] for txn, fate in fates.items()}
         by_txn[None] = _BY_FATE["committed"]
         last, best, at_offsets = object(), {}, set()
+        get, failed, aborted = best.get, _FAILED, _ABORTED  # locals: a million lookups
         for op in sends:
-            rank = by_txn[op.txn].get(op.outcome, _FAILED)
+            rank = by_txn[op.txn].get(op.outcome, failed)
             topic, values = op.topic, op.values
             if topic is not last:
                 best, last = self.expected.setdefault(topic, {}), topic
+                get = best.get
             for value in values:
-                prev = best.get(value)
+                prev = get(value)
                 if prev is None or rank > prev[0]:
                     best[value] = (rank, op)
-            if ((rank == _ABORTED or (at_offsets and op.offset in at_offsets))
+            if ((rank == aborted or (at_offsets and op.offset in at_offsets))
                     and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
                 if rank == _ABORTED:
                     self.at.setdefault((topic, op.partition), {})[op.offset] = op
@@ -223,12 +223,15 @@ class _Sends:
 def _records(reads: Iterable[Read]) -> Parts:
     """Distinct lab records, per topic-partition: offset -> value (the last read wins)."""
     parts: Parts = {}
+    topic = partition = object()  # the read before's: a consumer hands back batches
+    offsets: dict[int, str] = {}
     for r in reads:
-        if r.value is not None:
-            offsets = parts.get((r.topic, r.partition))
-            if offsets is None:
-                offsets = parts[(r.topic, r.partition)] = {}
-            offsets[r.offset] = r.value
+        value = r.value
+        if value is not None:
+            if r.partition != partition or r.topic != topic:
+                topic, partition = r.topic, r.partition
+                offsets = parts.setdefault((topic, partition), {})
+            offsets[r.offset] = value
     return parts
 
 
@@ -242,37 +245,37 @@ class _Scan:
         self.multi: dict[tuple[str, str], list[Where]] = {}
         self.aborted: list[Finding] = []
         self.unexpected: list[Finding] = []
-        multi, nothing = self.multi, {}
-        topicless = sends.expected.get(None, nothing) if sends else nothing
+        multi, nothing, failed, aborted = self.multi, {}, _FAILED, _ABORTED
+        topicless = (sends.expected.get(None, nothing) if sends else nothing).get
         for (topic, partition), offsets in parts.items():
-            first = self.first.setdefault(topic, {})
+            setdefault = self.first.setdefault(topic, {}).setdefault
             if sends is None:
                 for offset, value in offsets.items():
                     where = (partition, offset)
-                    seen = first.setdefault(value, where)
+                    seen = setdefault(value, where)
                     if seen is not where:
                         multi.setdefault((topic, value), [seen]).append(where)
                 continue
-            expected = sends.expected.get(topic, nothing)
+            expected = sends.expected.get(topic, nothing).get
             at = sends.at.get((topic, partition))
             for offset, value in offsets.items():
                 where = (partition, offset)
-                seen = first.setdefault(value, where)
+                seen = setdefault(value, where)
                 if seen is not where:
                     multi.setdefault((topic, value), [seen]).append(where)
-                fate = expected.get(value) or topicless.get(value)
+                fate = expected(value) or topicless(value)
                 if fate is None:
                     if topic in sends.topics:
                         self.unexpected.append(_placed(value, topic, where, why="never sent"))
                     continue
                 rank, op = fate
-                if rank == _FAILED:
+                if rank == failed:
                     self.unexpected.append(_placed(value, topic, where, why="every send failed"))
                 if at:  # tied to its send by the acked place, when the History has it
                     sent = at.get(offset)
                     if sent is not None and sent.values[0] == value:
                         rank, op = _send_rank(sent, sends.fates), sent
-                if rank == _ABORTED:
+                if rank == aborted:
                     self.aborted.append(_placed(value, topic, where, txn=op.txn))
 
 
@@ -429,8 +432,9 @@ def _walk(topic: str, partition: int, offsets: list[int], values: list[str],
     else:  # a negative seq, or not a value id (then it raises ValueError)
         names, seqs = map(list, zip(*map(split, values), strict=True))
     producers: dict[str, list[Any]] = {}  # producer -> [seqs seen, highest seq, its offset]
+    get = producers.get
     for offset, producer, seq in zip(offsets, names, seqs, strict=True):
-        state = producers.get(producer)
+        state = get(producer)
         if state is None:
             producers[producer] = [{seq}, seq, offset]
         elif seq > state[1]:  # the usual case: the producer's next value
@@ -626,7 +630,8 @@ def check(
             [r for r in reads if r.topic == source], [r for r in reads if r.topic == sink]
         )
     counts = {a: len(found[a]) for a in ANOMALIES if a in found}
-    fates = Counter(rank for values in sends.expected.values() for rank, _ in values.values())
+    fates = Counter(map(itemgetter(0), chain.from_iterable(map(dict.values,
+                                                               sends.expected.values()))))
     stats = {
         "values_sent": sum(map(len, sends.expected.values())),
         "acknowledged": fates[_ACKED],
