@@ -122,6 +122,7 @@ def reads_from_records(records: Iterable[Any], reader: str = "") -> list[Read]:
 
 # --- shared indexes ------------------------------------------------------------------
 
+
 def _bulk(fn: _F) -> _F:
     """Run ``fn`` with the cyclic garbage collector paused (and resumed after, if it ran).
 
