@@ -36,7 +36,7 @@ from itertools import chain, filterfalse, islice
 from operator import attrgetter, gt, itemgetter, methodcaller
 from typing import Any, TypeVar
 
-from .errors import bad_value
+from .errors import BadValue, bad_value
 from .history import History, Op, Read, parse_value
 from .values import ValueId, decode, split
 
@@ -124,11 +124,9 @@ def reads_from_records(records: Iterable[Any], reader: str = "") -> list[Read]:
 
 
 def _bulk(fn: _F) -> _F:
-    """Run ``fn`` with the cyclic garbage collector paused (and resumed after, if it ran).
-
-    Indexing a million sends allocates millions of tuples and dicts, and every few
-    hundred start a collection; the older generations' walk every live object, ops and
-    reads included: a third of a 1M check. The indexes make no cycle to collect."""
+    """Run ``fn`` with the cyclic GC paused: indexing 1M sends starts a collection every
+    few hundred allocations, each older one walking every op and read (a third of a 1M
+    check's time). The indexes make no cycle to collect."""
 
     @functools.wraps(fn)
     def paused(*args: Any, **kwargs: Any) -> Any:
@@ -176,11 +174,10 @@ class _Sends:
     """The History's sends, indexed once for every detector of a check.
 
     ``expected[topic][value]``: the value's strongest fate over all its sends to the
-    topic, and the first op with it. A value re-sent (by the application or by a
-    pipeline redoing an aborted transaction) counts as acknowledged if any send was.
-    ``at[(topic, partition)][offset]``: the last acknowledged one-value send there,
-    kept only where an aborted transaction's send was acknowledged: elsewhere the send
-    there is acked or indefinite, and so is its value's fate.
+    topic, and the first op with it (a value re-sent, by the application or by a
+    pipeline redoing an aborted transaction, is acknowledged if any send was).
+    ``at[(topic, partition)][offset]``: the last acknowledged one-value send there, kept
+    only where an aborted transaction's send was (elsewhere it agrees with ``expected``).
     """
 
     def __init__(self, history: Iterable[Op]) -> None:
@@ -190,8 +187,8 @@ class _Sends:
         self.topics = set(map(attrgetter("topic"), sends)) - {None}
         self.expected: dict[str | None, dict[str, tuple[int, Op]]] = {}
         self.at: dict[tuple[str, int], dict[int, Op]] = {}
-        by_txn = {txn: _BY_FATE[fate] for txn, fate in fates.items()}
-        by_txn[None] = _BY_FATE["committed"]
+        self.low: dict[str | None, set[str]] = {}
+        by_txn = {None: _BY_FATE["committed"]} | {t: _BY_FATE[f] for t, f in fates.items()}
         last, best, at_offsets = object(), {}, set()
         get, failed, aborted = best.get, _FAILED, _ABORTED  # locals: a million lookups
         for op in sends:
@@ -204,6 +201,8 @@ class _Sends:
                 prev = get(value)
                 if prev is None or rank > prev[0]:
                     best[value] = (rank, op)
+                    if rank <= aborted:  # failed or aborted, for now: its records are findings
+                        self.low.setdefault(topic, set()).add(value)
             if ((rank == aborted or (at_offsets and op.offset in at_offsets))
                     and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
                 if rank == _ABORTED:
@@ -211,14 +210,6 @@ class _Sends:
                     at_offsets.add(op.offset)
                 elif op.offset in self.at.get((topic, op.partition), ()):
                     self.at[(topic, op.partition)][op.offset] = op  # the last one wins
-
-    def order(self) -> dict[tuple[str | None, str], int]:
-        """Each (topic, value)'s first send: the order findings of equal sort keys keep."""
-        first: dict[tuple[str | None, str], int] = {}
-        for op in self.sends:
-            for value in op.values:
-                first.setdefault((op.topic, value), len(first))
-        return first
 
 
 def _records(reads: Iterable[Read]) -> Parts:
@@ -237,47 +228,56 @@ def _records(reads: Iterable[Read]) -> Parts:
 
 
 class _Scan:
-    """One pass over the records: where each value is stored in each topic (``first``
-    place, and every place of those stored more than once) and, given the sends, the
-    records from transactions that did not commit and the records no send explains."""
+    """Where each value is stored in each topic (``first``: one place of each value,
+    ``multi``: every place of those stored more than once) and, given the sends, the
+    records of transactions that did not commit and those no send explains (found by
+    value, in C: not by a Python loop over a million records to find a handful)."""
 
     def __init__(self, parts: Parts, sends: _Sends | None = None) -> None:
         self.first: dict[str, dict[str, Where]] = {}
         self.multi: dict[tuple[str, str], list[Where]] = {}
         self.aborted: list[Finding] = []
         self.unexpected: list[Finding] = []
-        multi, nothing, failed, aborted = self.multi, {}, _FAILED, _ABORTED
-        topicless = (sends.expected.get(None, nothing) if sends else nothing).get
+        topics: dict[str, list[tuple[int, dict[int, str]]]] = {}
+        multi = self.multi
         for (topic, partition), offsets in parts.items():
+            topics.setdefault(topic, []).append((partition, offsets))
             setdefault = self.first.setdefault(topic, {}).setdefault
-            if sends is None:
-                for offset, value in offsets.items():
-                    where = (partition, offset)
-                    seen = setdefault(value, where)
-                    if seen is not where:
-                        multi.setdefault((topic, value), [seen]).append(where)
-                continue
-            expected = sends.expected.get(topic, nothing).get
-            at = sends.at.get((topic, partition))
             for offset, value in offsets.items():
                 where = (partition, offset)
                 seen = setdefault(value, where)
-                if seen is not where:
+                if seen is not where:  # stored more than once: every place is kept
                     multi.setdefault((topic, value), [seen]).append(where)
-                fate = expected(value) or topicless(value)
+        if sends is not None:
+            for topic, group in topics.items():
+                self._judge(topic, group, self.first[topic], sends)
+
+    def _judge(self, topic: str, group: list[tuple[int, dict[int, str]]],
+               first: dict[str, Where], sends: _Sends) -> None:
+        # A record tied to its send by the acked place: that send decides.
+        tied: dict[Where, Op] = {}
+        for partition, offsets in group:
+            for offset, op in sends.at.get((topic, partition), {}).items():
+                if offsets.get(offset, tied) == op.values[0]:
+                    tied[(partition, offset)] = op
+        for where, op in tied.items():
+            if _send_rank(op, sends.fates) == _ABORTED:
+                self.aborted.append(_placed(op.values[0], topic, where, txn=op.txn))
+        # Elsewhere the value's fate: never sent (to this topic, nor without one), failed, aborted.
+        expected = sends.expected.get(topic, {})
+        topicless = sends.expected.get(None, {})
+        for value in chain(filterfalse(expected.__contains__, first),
+                           filter(first.__contains__, sends.low.get(topic, ()))):
+            fate = expected.get(value) or topicless.get(value)
+            if fate is None and topic not in sends.topics or fate and fate[0] > _ABORTED:
+                continue
+            for where in self.multi.get((topic, value)) or [first[value]]:
                 if fate is None:
-                    if topic in sends.topics:
-                        self.unexpected.append(_placed(value, topic, where, why="never sent"))
-                    continue
-                rank, op = fate
-                if rank == failed:
+                    self.unexpected.append(_placed(value, topic, where, why="never sent"))
+                elif fate[0] == _FAILED:
                     self.unexpected.append(_placed(value, topic, where, why="every send failed"))
-                if at:  # tied to its send by the acked place, when the History has it
-                    sent = at.get(offset)
-                    if sent is not None and sent.values[0] == value:
-                        rank, op = _send_rank(sent, sends.fates), sent
-                if rank == aborted:
-                    self.aborted.append(_placed(value, topic, where, txn=op.txn))
+                elif where not in tied:
+                    self.aborted.append(_placed(value, topic, where, txn=fate[1].txn))
 
 
 def _placed(value: str, topic: str, where: Where, **more: Any) -> Finding:
@@ -302,24 +302,34 @@ def _missing(sends: _Sends, scan: _Scan) -> dict[int, list[Finding]]:
     (a send recorded without its topic: that no record of any topic holds)."""
     out: dict[int, list[Finding]] = {_ACKED: [], _INDEFINITE: []}
     for topic, expected in sends.expected.items():
-        if topic is None:
-            present = set().union(*scan.first.values())
-        else:
-            present = scan.first.get(topic, {})  # type: ignore[assignment]
+        present: Container[str] = (set().union(*scan.first.values()) if topic is None
+                                   else scan.first.get(topic, {}))
         for value in filterfalse(present.__contains__, expected):  # in C
             rank, op = expected[value]
             if rank >= _INDEFINITE:
                 out[rank].append({"value": value, "topic": topic, "partition": op.partition,
                                   "offset": op.offset, "process": op.process, "txn": op.txn,
                                   "error": op.error})
-    if len({str(topic) for topic in sends.expected}) < len(sends.expected):
-        # Topics that print alike (None, "None") sort alike: the first send goes first.
-        order = sends.order()
-        return {rank: sorted(found, key=lambda f: (str(f["topic"]), _vkey(f["value"]),
-                                                   order[(f["topic"], f["value"])]))
-                for rank, found in out.items()}
-    return {rank: sorted(found, key=lambda f: (str(f["topic"]), _vkey(f["value"])))
+    pairs = lambda: ((op.topic, v) for op in sends.sends for v in op.values)  # noqa: E731
+    return {rank: _sorted(found, lambda f: (str(f["topic"]), _vkey(f["value"])), pairs)
             for rank, found in out.items()}
+
+
+def _sorted(found: list[Finding], key: Callable[[Finding], Any],
+            pairs: Callable[[], Iterable[tuple[Any, str]]]) -> list[Finding]:
+    """``found`` sorted by ``key`` as the detectors always sorted them: findings of equal
+    keys (topics None and "None"; "p:7" and "p:07") in the order their (topic, value)
+    first comes in ``pairs()``, and of two bad values the one that comes first named."""
+    try:
+        keys = list(map(key, found))
+        if len(set(keys)) == len(keys):
+            return [f for _, f in sorted(zip(keys, found, strict=True), key=itemgetter(0))]
+    except BadValue:
+        pass
+    first: dict[tuple[Any, str], int] = {}
+    for pair in pairs():
+        first.setdefault(pair, len(first))
+    return sorted(sorted(found, key=lambda f: first[(f["topic"], f["value"])]), key=key)
 
 
 # --- detectors -----------------------------------------------------------------------
@@ -366,16 +376,9 @@ def _duplicates(scan: _Scan, reads: list[Read], skip_topic: str | None = None) -
             "offsets": sorted(map(list, places))}
            for (topic, value), places in scan.multi.items()
            if skip_topic is None or topic != skip_topic]
-    keys = [(f["topic"], _vkey(f["value"])) for f in out]
-    if len(set(keys)) < len(keys):
-        # Two spellings of one value id ("p:7", "p:07") sort alike: the first read first.
-        order: dict[tuple[str, str], int] = {}
-        for (topic, _, _), value in {(r.topic, r.partition, r.offset): r.value
-                                     for r in reads if r.value is not None}.items():
-            order.setdefault((topic, value), len(order))
-        return sorted(out, key=lambda f: (f["topic"], _vkey(f["value"]),
-                                          order[(f["topic"], f["value"])]))
-    return sorted(out, key=lambda f: (f["topic"], _vkey(f["value"])))
+    pairs = lambda: ((t, v) for (t, _, _), v in {  # noqa: E731 - the records, flat
+        (r.topic, r.partition, r.offset): r.value for r in reads if r.value is not None}.items())
+    return _sorted(out, lambda f: (f["topic"], _vkey(f["value"])), pairs)
 
 
 @_bulk
@@ -414,8 +417,7 @@ def _reordered(parts: Parts) -> list[Finding]:
     except (ValueError, AttributeError):  # not a "producer:seq" string
         out = []
         for (topic, partition), found in sorted(parts.items()):
-            # Every value in offset order, as a ValueId string: the first that is not
-            # one raises the lab's BadValue, naming it.
+            # In offset order, as ValueId strings: the first bad value raises BadValue.
             offsets = sorted(found)
             values = [str(parse_value(found[offset])) for offset in offsets]
             _walk(topic, partition, offsets, values, out)
@@ -426,8 +428,7 @@ def _walk(topic: str, partition: int, offsets: list[int], values: list[str],
           out: list[Finding]) -> None:
     """Walk one partition's values in offset order, each producer's first copies."""
     parts = list(map(methodcaller("rpartition", ":"), values))
-    names = list(map(itemgetter(0), parts))
-    texts = list(map(itemgetter(2), parts))
+    names, texts = list(map(itemgetter(0), parts)), list(map(itemgetter(2), parts))
     if all(names) and all(map(str.isdigit, texts)):  # the usual case: split in C
         seqs = list(map(int, texts))
     else:  # a negative seq, or not a value id (then it raises ValueError)
@@ -610,8 +611,7 @@ def check(
     if unknown:
         raise bad_value("allowed", sorted(unknown), f"names from {', '.join(ANOMALIES)}")
     reads = list(reads)
-    # Every detector reads the same two indexes, each built once: the sends per topic
-    # and value, and the distinct records per topic-partition, scanned once.
+    # Every detector reads the same indexes, built once: the sends, the records, a scan.
     sends, parts = _Sends(history), _records(reads)
     scan = _Scan(parts, sends)
     missing = _missing(sends, scan)
