@@ -144,11 +144,12 @@ def timed(label: str, fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
     """Median seconds of ``runs`` calls of ``fn`` (each printed) and the last result."""
     seconds, result = [], None
     for attempt in range(runs):
-        t0 = time.perf_counter()
+        t0, cpu = time.perf_counter(), time.process_time()
         result = fn()
         seconds.append(time.perf_counter() - t0)
+        # CPU seconds beside the wall's: on a loaded machine they say what the code cost.
         print(f"  {label:<28} run {attempt + 1}: {seconds[-1]:6.2f} s   "
-              f"load {load()}", flush=True)
+              f"(cpu {time.process_time() - cpu:5.2f} s)   load {load()}", flush=True)
     return statistics.median(seconds), result
 
 
