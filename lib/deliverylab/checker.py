@@ -27,14 +27,18 @@ print, serialise and turn into a DataFrame (``pandas.DataFrame(lost(h, reads))``
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections import Counter, defaultdict
-from collections.abc import Container, Hashable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import chain, filterfalse, islice
+from operator import attrgetter, gt, itemgetter, methodcaller
+from typing import Any, TypeVar
 
-from .errors import bad_value
+from .errors import BadValue, bad_value
 from .history import History, Op, Read, parse_value
-from .values import ValueId, decode
+from .values import ValueId, decode, split
 
 LOST = "lost"
 UNSEEN = "unseen"
@@ -64,10 +68,17 @@ INFORMATIONAL = frozenset({UNSEEN})
 EXAMPLES = 5
 
 Finding = dict[str, Any]
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-# Fate of one (topic, value), strongest first: what the log is expected to hold.
-_ACKED, _INDEFINITE, _ABORTED, _FAILED = "acked", "indefinite", "aborted", "failed"
-_RANK = {_ACKED: 3, _INDEFINITE: 2, _ABORTED: 1, _FAILED: 0}
+# Fate of one (topic, value), as a rank, strongest first: what the log is expected to
+# hold. Ints, so that the best of a value's sends is one comparison.
+_ACKED, _INDEFINITE, _ABORTED, _FAILED = 3, 2, 1, 0
+# A send's rank by its outcome, per its transaction's fate (a send outside transactions
+# counts as committed); any other outcome is failed, and an aborted transaction's sends
+# are aborted whatever their outcome.
+_BY_FATE = {"committed": {"ok": _ACKED, "info": _INDEFINITE},
+            "unknown": {"ok": _INDEFINITE, "info": _INDEFINITE},
+            "aborted": {"ok": _ABORTED, "info": _ABORTED, "fail": _ABORTED}}
 
 
 # --- building reads ------------------------------------------------------------------
@@ -112,8 +123,26 @@ def reads_from_records(records: Iterable[Any], reader: str = "") -> list[Read]:
 # --- shared indexes ------------------------------------------------------------------
 
 
-def _sends(history: Iterable[Op]) -> list[Op]:
-    return [op for op in history if op.kind == "send"]
+def _bulk(fn: _F) -> _F:
+    """Run ``fn`` with the cyclic GC paused: indexing 1M sends starts a collection every
+    few hundred allocations, each older one walking every op and read (a third of a 1M
+    check's time). The indexes make no cycle to collect."""
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused  # type: ignore[return-value]
+
+
+Parts = dict[tuple[str, int], dict[int, str]]  # (topic, partition) -> offset -> value
+Where = tuple[int, int]  # (partition, offset) within a topic
 
 
 def txn_fates(history: Iterable[Op]) -> dict[str, str]:
@@ -135,79 +164,192 @@ def txn_fates(history: Iterable[Op]) -> dict[str, str]:
     return fates
 
 
-def _send_fate(op: Op, fates: Mapping[str, str]) -> str:
+def _send_rank(op: Op, fates: Mapping[str, str]) -> int:
     """What one send op says the log should hold for its value."""
     fate = fates.get(op.txn, "committed") if op.txn is not None else "committed"
-    if fate == "aborted":
-        return _ABORTED
-    if op.outcome == "ok":
-        return _ACKED if fate == "committed" else _INDEFINITE
-    return _INDEFINITE if op.outcome == "info" else _FAILED
+    return _BY_FATE[fate].get(op.outcome, _FAILED)
 
 
-def _expectations(history: Iterable[Op]) -> dict[tuple[str | None, str], tuple[str, Op]]:
-    """Per (topic, value): its strongest fate over all its sends, and the op that set it.
+class _Sends:
+    """The History's sends, indexed once for every detector of a check.
 
-    A value re-sent (by the application or by a pipeline redoing an aborted
-    transaction) counts as acknowledged if any of its sends was.
+    ``expected[topic][value]``: the value's strongest fate over all its sends to the
+    topic, and the first op with it (a value re-sent, by the application or by a
+    pipeline redoing an aborted transaction, is acknowledged if any send was).
+    ``at[(topic, partition)][offset]``: the last acknowledged one-value send there, kept
+    only where an aborted transaction's send was (elsewhere it agrees with ``expected``).
     """
-    ops = list(history)
-    fates = txn_fates(ops)
-    best: dict[tuple[str | None, str], tuple[str, Op]] = {}
-    for op in _sends(ops):
-        fate = _send_fate(op, fates)
-        for value in op.values:
-            key = (op.topic, value)
-            if key not in best or _RANK[fate] > _RANK[best[key][0]]:
-                best[key] = (fate, op)
-    return best
+
+    def __init__(self, history: Iterable[Op]) -> None:
+        ops = list(history)
+        self.fates = fates = txn_fates(ops)
+        self.sends = sends = [op for op in ops if op.kind == "send"]
+        self.topics = set(map(attrgetter("topic"), sends)) - {None}
+        self.expected: dict[str | None, dict[str, tuple[int, Op]]] = {}
+        self.at: dict[tuple[str, int], dict[int, Op]] = {}
+        self.low: dict[str | None, set[str]] = {}
+        by_txn = {None: _BY_FATE["committed"]} | {t: _BY_FATE[f] for t, f in fates.items()}
+        last, best, at_offsets = object(), {}, set()
+        get, failed, aborted = best.get, _FAILED, _ABORTED  # locals: a million lookups
+        for op in sends:
+            rank = by_txn[op.txn].get(op.outcome, failed)
+            topic, values = op.topic, op.values
+            if topic is not last:
+                best, last = self.expected.setdefault(topic, {}), topic
+                get = best.get
+            for value in values:
+                prev = get(value)
+                if prev is None or rank > prev[0]:
+                    best[value] = (rank, op)
+                    if rank <= aborted:  # failed or aborted, for now: its records are findings
+                        self.low.setdefault(topic, set()).add(value)
+            if ((rank == aborted or (at_offsets and op.offset in at_offsets))
+                    and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
+                if rank == _ABORTED:
+                    self.at.setdefault((topic, op.partition), {})[op.offset] = op
+                    at_offsets.add(op.offset)
+                elif op.offset in self.at.get((topic, op.partition), ()):
+                    self.at[(topic, op.partition)][op.offset] = op  # the last one wins
 
 
-def _records(reads: Iterable[Read]) -> dict[tuple[str, int, int], str]:
-    """Distinct lab records: (topic, partition, offset) -> value."""
-    return {(r.topic, r.partition, r.offset): r.value for r in reads if r.value is not None}
+def _records(reads: Iterable[Read]) -> Parts:
+    """Distinct lab records, per topic-partition: offset -> value (the last read wins)."""
+    parts: Parts = {}
+    topic = partition = object()  # the read before's: a consumer hands back batches
+    offsets: dict[int, str] = {}
+    for r in reads:
+        value = r.value
+        if value is not None:
+            if r.partition != partition or r.topic != topic:
+                topic, partition = r.topic, r.partition
+                offsets = parts.setdefault((topic, partition), {})
+            offsets[r.offset] = value
+    return parts
 
 
-def _missing(history: Iterable[Op], reads: Iterable[Read], wanted: str) -> list[Finding]:
-    records = _records(reads)
-    present = {(t, v) for (t, _, _), v in records.items()}
-    present_values = {v for _, v in present}
-    out = []
-    for (topic, value), (fate, op) in _expectations(history).items():
-        if fate != wanted:
-            continue
-        if (topic, value) in present or (topic is None and value in present_values):
-            continue
-        out.append(
-            {
-                "value": value,
-                "topic": topic,
-                "partition": op.partition,
-                "offset": op.offset,
-                "process": op.process,
-                "txn": op.txn,
-                "error": op.error,
-            }
-        )
-    return sorted(out, key=lambda f: (str(f["topic"]), parse_value(f["value"])))
+class _Scan:
+    """Where each value is stored in each topic (``first``: one place of each value,
+    ``multi``: every place of those stored more than once) and, given the sends, the
+    records of transactions that did not commit and those no send explains (found by
+    value, in C: not by a Python loop over a million records to find a handful)."""
+
+    def __init__(self, parts: Parts, sends: _Sends | None = None) -> None:
+        self.first: dict[str, dict[str, Where]] = {}
+        self.multi: dict[tuple[str, str], list[Where]] = {}
+        self.aborted: list[Finding] = []
+        self.unexpected: list[Finding] = []
+        topics: dict[str, list[tuple[int, dict[int, str]]]] = {}
+        multi = self.multi
+        for (topic, partition), offsets in parts.items():
+            topics.setdefault(topic, []).append((partition, offsets))
+            setdefault = self.first.setdefault(topic, {}).setdefault
+            for offset, value in offsets.items():
+                where = (partition, offset)
+                seen = setdefault(value, where)
+                if seen is not where:  # stored more than once: every place is kept
+                    multi.setdefault((topic, value), [seen]).append(where)
+        if sends is not None:
+            for topic, group in topics.items():
+                self._judge(topic, group, self.first[topic], sends)
+
+    def _judge(self, topic: str, group: list[tuple[int, dict[int, str]]],
+               first: dict[str, Where], sends: _Sends) -> None:
+        # A record tied to its send by the acked place: that send decides.
+        tied: dict[Where, Op] = {}
+        for partition, offsets in group:
+            for offset, op in sends.at.get((topic, partition), {}).items():
+                if offsets.get(offset, tied) == op.values[0]:
+                    tied[(partition, offset)] = op
+        for where, op in tied.items():
+            if _send_rank(op, sends.fates) == _ABORTED:
+                self.aborted.append(_placed(op.values[0], topic, where, txn=op.txn))
+        # Elsewhere the value's fate: never sent (to this topic, nor without one), failed, aborted.
+        expected = sends.expected.get(topic, {})
+        topicless = sends.expected.get(None, {})
+        for value in chain(filterfalse(expected.__contains__, first),
+                           filter(first.__contains__, sends.low.get(topic, ()))):
+            fate = expected.get(value) or topicless.get(value)
+            if fate is None and topic not in sends.topics or fate and fate[0] > _ABORTED:
+                continue
+            for where in self.multi.get((topic, value)) or [first[value]]:
+                if fate is None:
+                    self.unexpected.append(_placed(value, topic, where, why="never sent"))
+                elif fate[0] == _FAILED:
+                    self.unexpected.append(_placed(value, topic, where, why="every send failed"))
+                elif where not in tied:
+                    self.aborted.append(_placed(value, topic, where, txn=fate[1].txn))
+
+
+def _placed(value: str, topic: str, where: Where, **more: Any) -> Finding:
+    return {"value": value, "topic": topic, "partition": where[0], "offset": where[1], **more}
+
+
+def _vkey(value: str) -> tuple[str, int]:
+    """Sort key of a value, in ValueId order; a value that is not one raises BadValue."""
+    try:
+        return split(value)
+    except ValueError:
+        parse_value(value)  # raises the lab's one-line BadValue
+        raise
+
+
+def _by_place(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+
+
+def _missing(sends: _Sends, scan: _Scan) -> dict[int, list[Finding]]:
+    """Acked and indefinite values of the History that no record of their topic holds
+    (a send recorded without its topic: that no record of any topic holds)."""
+    out: dict[int, list[Finding]] = {_ACKED: [], _INDEFINITE: []}
+    for topic, expected in sends.expected.items():
+        present: Container[str] = (set().union(*scan.first.values()) if topic is None
+                                   else scan.first.get(topic, {}))
+        for value in filterfalse(present.__contains__, expected):  # in C
+            rank, op = expected[value]
+            if rank >= _INDEFINITE:
+                out[rank].append({"value": value, "topic": topic, "partition": op.partition,
+                                  "offset": op.offset, "process": op.process, "txn": op.txn,
+                                  "error": op.error})
+    pairs = lambda: ((op.topic, v) for op in sends.sends for v in op.values)  # noqa: E731
+    return {rank: _sorted(found, lambda f: (str(f["topic"]), _vkey(f["value"])), pairs)
+            for rank, found in out.items()}
+
+
+def _sorted(found: list[Finding], key: Callable[[Finding], Any],
+            pairs: Callable[[], Iterable[tuple[Any, str]]]) -> list[Finding]:
+    """``found`` sorted by ``key`` as the detectors always sorted them: findings of equal
+    keys (topics None and "None"; "p:7" and "p:07") in the order their (topic, value)
+    first comes in ``pairs()``, and of two bad values the one that comes first named."""
+    try:
+        keys = list(map(key, found))
+        if len(set(keys)) == len(keys):
+            return [f for _, f in sorted(zip(keys, found, strict=True), key=itemgetter(0))]
+    except BadValue:
+        pass
+    first: dict[tuple[Any, str], int] = {}
+    for pair in pairs():
+        first.setdefault(pair, len(first))
+    return sorted(sorted(found, key=lambda f: first[(f["topic"], f["value"])]), key=key)
 
 
 # --- detectors -----------------------------------------------------------------------
 
 
+@_bulk
 def lost(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Acknowledged values never read: the send ended ``ok`` (and, in a transaction, the
     transaction committed), yet the topic does not hold the value.
 
     The example carries where the ack said it was written (partition, offset).
     """
-    return _missing(history, reads, _ACKED)
+    return _missing(_Sends(history), _Scan(_records(reads)))[_ACKED]
 
 
+@_bulk
 def unseen(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Indefinite sends never read: outcome ``info`` (or ``ok`` in a transaction whose
     commit timed out), and absent. Not an error -- nobody was promised anything."""
-    return _missing(history, reads, _INDEFINITE)
+    return _missing(_Sends(history), _Scan(_records(reads)))[_INDEFINITE]
 
 
 def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None = None) -> int:
@@ -222,19 +364,24 @@ def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None =
     return sum(n - 1 for n in counts.values())
 
 
+@_bulk
 def duplicates(reads: Iterable[Read]) -> list[Finding]:
     """Values held by more than one record of the same topic, with every copy's place."""
-    places: dict[tuple[str, str], set[tuple[int, int]]] = defaultdict(set)
-    for (topic, partition, offset), value in _records(reads).items():
-        places[(topic, value)].add((partition, offset))
-    out = [
-        {"value": value, "topic": topic, "copies": len(ps), "offsets": sorted(map(list, ps))}
-        for (topic, value), ps in places.items()
-        if len(ps) > 1
-    ]
-    return sorted(out, key=lambda f: (f["topic"], parse_value(f["value"])))
+    reads = list(reads)
+    return _duplicates(_Scan(_records(reads)), reads)
 
 
+def _duplicates(scan: _Scan, reads: list[Read], skip_topic: str | None = None) -> list[Finding]:
+    out = [{"value": value, "topic": topic, "copies": len(places),
+            "offsets": sorted(map(list, places))}
+           for (topic, value), places in scan.multi.items()
+           if skip_topic is None or topic != skip_topic]
+    pairs = lambda: ((t, v) for (t, _, _), v in {  # noqa: E731 - the records, flat
+        (r.topic, r.partition, r.offset): r.value for r in reads if r.value is not None}.items())
+    return _sorted(out, lambda f: (f["topic"], _vkey(f["value"])), pairs)
+
+
+@_bulk
 def aborted_reads(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Records written by a transaction that did not commit, found in the reads.
 
@@ -243,36 +390,10 @@ def aborted_reads(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]
     transaction. Otherwise, by value: it is an aborted read only if *every* send of
     that value belongs to a transaction that did not commit.
     """
-    ops = list(history)
-    fates = txn_fates(ops)
-    # Acked sends of one value with a known place: (topic, partition, offset) -> op.
-    at = {
-        (op.topic, op.partition, op.offset): op
-        for op in _sends(ops)
-        if op.outcome == "ok" and len(op.values) == 1 and op.offset is not None
-    }
-    expected = _expectations(ops)
-    out = []
-    for (topic, partition, offset), value in _records(reads).items():
-        op = at.get((topic, partition, offset))
-        if op is not None and op.values[0] == value:
-            aborted = _send_fate(op, fates) == _ABORTED
-        else:
-            fate, op = expected.get((topic, value)) or expected.get((None, value)) or ("", None)
-            aborted = fate == _ABORTED
-        if aborted and op is not None:
-            out.append(
-                {
-                    "value": value,
-                    "topic": topic,
-                    "partition": partition,
-                    "offset": offset,
-                    "txn": op.txn,
-                }
-            )
-    return sorted(out, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+    return _by_place(_Scan(_records(reads), _Sends(history)).aborted)
 
 
+@_bulk
 def reordered(reads: Iterable[Read]) -> list[Finding]:
     """Values a producer sent earlier (lower seq) stored *after* a later one.
 
@@ -282,31 +403,53 @@ def reordered(reads: Iterable[Read]) -> list[Finding]:
     whose seq is below the highest seq already seen is reordered; ``after`` names that
     later value. Needs no History: seq *is* the producer's send order.
     """
-    first: dict[tuple[str, int, str], dict[int, int]] = defaultdict(dict)
-    for (topic, partition, offset), value in sorted(_records(reads).items()):
-        vid = parse_value(value)
-        seqs = first[(topic, partition, vid.producer)]
-        seqs.setdefault(vid.seq, offset)  # sorted by offset: first copy wins
-    out = []
-    for (topic, partition, producer), seqs in first.items():
-        top_seq, top_offset = None, None
-        for seq, offset in sorted(seqs.items(), key=lambda item: item[1]):
-            if top_seq is not None and seq < top_seq:
-                out.append(
-                    {
-                        "value": str(ValueId(producer, seq)),
-                        "topic": topic,
-                        "partition": partition,
-                        "offset": offset,
-                        "after": str(ValueId(producer, top_seq)),
-                        "after_offset": top_offset,
-                    }
-                )
-            elif top_seq is None or seq > top_seq:
-                top_seq, top_offset = seq, offset
-    return sorted(out, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+    return _reordered(_records(reads))
 
 
+def _reordered(parts: Parts) -> list[Finding]:
+    out: list[Finding] = []
+    try:
+        for (topic, partition), found in parts.items():
+            offsets = list(found)
+            if any(map(gt, offsets, islice(offsets, 1, None))):  # not read in offset order
+                offsets.sort()
+            _walk(topic, partition, offsets, list(map(found.__getitem__, offsets)), out)
+    except (ValueError, AttributeError):  # not a "producer:seq" string
+        out = []
+        for (topic, partition), found in sorted(parts.items()):
+            # In offset order, as ValueId strings: the first bad value raises BadValue.
+            offsets = sorted(found)
+            values = [str(parse_value(found[offset])) for offset in offsets]
+            _walk(topic, partition, offsets, values, out)
+    return _by_place(out)
+
+
+def _walk(topic: str, partition: int, offsets: list[int], values: list[str],
+          out: list[Finding]) -> None:
+    """Walk one partition's values in offset order, each producer's first copies."""
+    parts = list(map(methodcaller("rpartition", ":"), values))
+    names, texts = list(map(itemgetter(0), parts)), list(map(itemgetter(2), parts))
+    if all(names) and all(map(str.isdigit, texts)):  # the usual case: split in C
+        seqs = list(map(int, texts))
+    else:  # a negative seq, or not a value id (then it raises ValueError)
+        names, seqs = map(list, zip(*map(split, values), strict=True))
+    producers: dict[str, list[Any]] = {}  # producer -> [seqs seen, highest seq, its offset]
+    get = producers.get
+    for offset, producer, seq in zip(offsets, names, seqs, strict=True):
+        state = get(producer)
+        if state is None:
+            producers[producer] = [{seq}, seq, offset]
+        elif seq > state[1]:  # the usual case: the producer's next value
+            state[0].add(seq)
+            state[1], state[2] = seq, offset
+        elif seq not in state[0]:  # below the highest, and its first copy: reordered
+            state[0].add(seq)
+            out.append({"value": f"{producer}:{seq}", "topic": topic, "partition": partition,
+                        "offset": offset, "after": f"{producer}:{state[1]}",
+                        "after_offset": state[2]})
+
+
+@_bulk
 def unexpected(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Records the History cannot explain: every send of the value ended ``fail``, or
     no send of it was recorded at all, in a topic the History does write to.
@@ -315,22 +458,7 @@ def unexpected(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     *last* retry of a message whose first attempt was appended (see
     :func:`~deliverylab.history.classify`); "never sent" points at a recording bug.
     """
-    ops = list(history)
-    expected = _expectations(ops)
-    written_topics = {op.topic for op in _sends(ops) if op.topic is not None}
-    out = []
-    for (topic, partition, offset), value in _records(reads).items():
-        fate, _ = expected.get((topic, value)) or expected.get((None, value)) or ("", None)
-        if fate == _FAILED:
-            why = "every send failed"
-        elif not fate and topic in written_topics:
-            why = "never sent"
-        else:
-            continue
-        out.append(
-            {"value": value, "topic": topic, "partition": partition, "offset": offset, "why": why}
-        )
-    return sorted(out, key=lambda f: (f["topic"], f["partition"], f["offset"]))
+    return _by_place(_Scan(_records(reads), _Sends(history)).unexpected)
 
 
 def pipeline_exactly_once(
@@ -345,11 +473,8 @@ def pipeline_exactly_once(
     are not in the input at all).
     """
 
-    def counts(reads: Iterable[Read]) -> dict[str, int]:
-        n: dict[str, int] = defaultdict(int)
-        for value in _records(reads).values():
-            n[value] += 1
-        return n
+    def counts(reads: Iterable[Read]) -> Counter[str]:
+        return Counter(v for found in _records(reads).values() for v in found.values())
 
     want, got = counts(input_reads), counts(output_reads)
     missing, extra = [], []
@@ -369,34 +494,20 @@ def pipeline_exactly_once(
 # --- the verdict ---------------------------------------------------------------------
 
 _PHRASES = {
-    LOST: (
-        "acknowledged value was never read (lost)",
-        "acknowledged values were never read (lost)",
-    ),
-    DUPLICATES: (
-        "value was stored more than once (duplicates)",
-        "values were stored more than once (duplicates)",
-    ),
-    ABORTED_READS: (
-        "record from a transaction that did not commit was read (aborted_reads)",
-        "records from transactions that did not commit were read (aborted_reads)",
-    ),
-    REORDERED: (
-        "value was stored after a later value of its producer (reordered)",
-        "values were stored after a later value of their producer (reordered)",
-    ),
-    UNEXPECTED: (
-        "record has no send that could explain it (unexpected)",
-        "records have no send that could explain them (unexpected)",
-    ),
-    PIPELINE_MISSING: (
-        "input value is missing from the pipeline output (pipeline_missing)",
-        "input values are missing from the pipeline output (pipeline_missing)",
-    ),
-    PIPELINE_EXTRA: (
-        "value appears in the pipeline output too often (pipeline_extra)",
-        "values appear in the pipeline output too often (pipeline_extra)",
-    ),
+    LOST: ("acknowledged value was never read (lost)",
+           "acknowledged values were never read (lost)"),
+    DUPLICATES: ("value was stored more than once (duplicates)",
+                 "values were stored more than once (duplicates)"),
+    ABORTED_READS: ("record from a transaction that did not commit was read (aborted_reads)",
+                    "records from transactions that did not commit were read (aborted_reads)"),
+    REORDERED: ("value was stored after a later value of its producer (reordered)",
+                "values were stored after a later value of their producer (reordered)"),
+    UNEXPECTED: ("record has no send that could explain it (unexpected)",
+                 "records have no send that could explain them (unexpected)"),
+    PIPELINE_MISSING: ("input value is missing from the pipeline output (pipeline_missing)",
+                       "input values are missing from the pipeline output (pipeline_missing)"),
+    PIPELINE_EXTRA: ("value appears in the pipeline output too often (pipeline_extra)",
+                     "values appear in the pipeline output too often (pipeline_extra)"),
     UNSEEN: (
         "indefinite send was never read (unseen: it may or may not have been written, "
         "so this is information, not an error)",
@@ -482,6 +593,7 @@ class Result:
         }
 
 
+@_bulk
 def check(
     history: History | Iterable[Op],
     reads: Iterable[Read],
@@ -498,31 +610,35 @@ def check(
     unknown = allowed - set(ANOMALIES)
     if unknown:
         raise bad_value("allowed", sorted(unknown), f"names from {', '.join(ANOMALIES)}")
-    ops, reads = list(history), list(reads)
+    reads = list(reads)
+    # Every detector reads the same indexes, built once: the sends, the records, a scan.
+    sends, parts = _Sends(history), _records(reads)
+    scan = _Scan(parts, sends)
+    missing = _missing(sends, scan)
     found = {
-        LOST: lost(ops, reads),
+        LOST: missing[_ACKED],
         # A pipeline's output is judged by the pipeline check (re-processing shows up as
         # pipeline_extra), so that a mode can allow one without the other.
-        DUPLICATES: duplicates([r for r in reads if pipeline is None or r.topic != pipeline[1]]),
-        ABORTED_READS: aborted_reads(ops, reads),
-        REORDERED: reordered(reads),
-        UNEXPECTED: unexpected(ops, reads),
-        UNSEEN: unseen(ops, reads),
+        DUPLICATES: _duplicates(scan, reads, None if pipeline is None else pipeline[1]),
+        ABORTED_READS: _by_place(scan.aborted),
+        REORDERED: _reordered(parts),
+        UNEXPECTED: _by_place(scan.unexpected),
+        UNSEEN: missing[_INDEFINITE],
     }
     if pipeline is not None:
         source, sink = pipeline
-        missing, extra = pipeline_exactly_once(
+        found[PIPELINE_MISSING], found[PIPELINE_EXTRA] = pipeline_exactly_once(
             [r for r in reads if r.topic == source], [r for r in reads if r.topic == sink]
         )
-        found[PIPELINE_MISSING], found[PIPELINE_EXTRA] = missing, extra
     counts = {a: len(found[a]) for a in ANOMALIES if a in found}
-    fates = [fate for fate, _ in _expectations(ops).values()]
+    fates = Counter(map(itemgetter(0), chain.from_iterable(map(dict.values,
+                                                               sends.expected.values()))))
     stats = {
-        "values_sent": len(fates),
-        "acknowledged": fates.count(_ACKED),
-        "indefinite": fates.count(_INDEFINITE),
-        "failed": fates.count(_FAILED) + fates.count(_ABORTED),
-        "records_read": len(_records(reads)),
+        "values_sent": sum(map(len, sends.expected.values())),
+        "acknowledged": fates[_ACKED],
+        "indefinite": fates[_INDEFINITE],
+        "failed": fates[_FAILED] + fates[_ABORTED],
+        "records_read": sum(map(len, parts.values())),
     }
     valid = all(not n or a in allowed or a in INFORMATIONAL for a, n in counts.items())
     return Result(

@@ -21,10 +21,13 @@ error into ``fail`` or ``info``.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time as _time
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from json.encoder import encode_basestring_ascii
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -99,16 +102,20 @@ class Op:
         object.__setattr__(self, "values", tuple(str(parse_value(v)) for v in self.values))
 
     def to_record(self) -> dict[str, Any]:
-        """A JSON-ready dict (``values`` as a list)."""
-        record = asdict(self)
-        record["values"] = list(self.values)
-        return record
+        """A JSON-ready dict (``values`` as a list), keys in field order.
+
+        Built by hand, not with ``dataclasses.asdict``: every field is a scalar, so
+        asdict's deep copy bought nothing and cost most of a 1M-op ``save``.
+        """
+        return {"process": self.process, "kind": self.kind, "outcome": self.outcome,
+                "time": self.time, "values": list(self.values), "topic": self.topic,
+                "partition": self.partition, "offset": self.offset, "txn": self.txn,
+                "error": self.error, "detail": self.detail, "fault": self.fault}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Op:
         """Inverse of :meth:`to_record`; missing optional fields (Spark drops nulls) are None."""
-        known = {f.name for f in fields(cls)}
-        kwargs = {k: v for k, v in record.items() if k in known}
+        kwargs = {k: v for k, v in record.items() if k in _FIELDS}
         kwargs["values"] = tuple(kwargs.get("values") or ())
         return cls(**kwargs)
 
@@ -213,11 +220,17 @@ class History:
         return [op.to_record() for op in self.snapshot()]
 
     def save(self, path: str | Path) -> Path:
-        """Write JSON Lines (one op per line), readable by ``spark.read.json``."""
+        """Write JSON Lines (one op per line), readable by ``spark.read.json``.
+
+        Each line is exactly ``json.dumps(op.to_record(), separators=(",", ":"))``
+        (the format every reader of the file was written against), built a column at a
+        time: a 1M-op History saves in seconds, not the ~20 s a dict per op took.
+        """
         path = Path(path)
+        ops = self.snapshot()
         with path.open("w", encoding="utf-8") as out:
-            for record in self.to_records():
-                out.write(json.dumps(record, separators=(",", ":")) + "\n")
+            for start in range(0, len(ops), _CHUNK):
+                out.write(_json_lines(ops[start:start + _CHUNK]))
         return path
 
     @classmethod
@@ -232,6 +245,56 @@ class History:
 
         columns = [f.name for f in fields(Op)]
         return pd.DataFrame.from_records(self.to_records(), columns=columns)
+
+
+# --- writing JSON Lines fast ---------------------------------------------------------
+
+_CHUNK = 50_000  # ops per block of text: bounds the memory the columns hold
+_FIELDS = tuple(f.name for f in fields(Op))
+#: One line of the file; ``values`` holds the JSON of its strings, comma-separated.
+_LINE = "{" + ",".join(f'"{name}":' + ("[%s]" if name == "values" else "%s")
+                       for name in _FIELDS) + "}\n"
+_TEXT_FIELDS = frozenset({"process", "kind", "outcome", "topic", "txn", "error", "detail",
+                          "fault"})
+_INT_FIELDS = frozenset({"partition", "offset"})
+
+
+class _Escaped(dict):  # type: ignore[type-arg]
+    """The JSON of each distinct string (or None) met: a History repeats a few process
+    names, kinds, outcomes and topics a million times, so each is escaped once."""
+
+    def __missing__(self, key: str | None) -> str:
+        text = self[key] = "null" if key is None else encode_basestring_ascii(key)
+        return text
+
+
+def _json_lines(ops: Sequence[Op]) -> str:
+    """The ops as JSON Lines, each line what ``json.dumps`` writes for its record.
+
+    Column by column, with the standard library's own string escaper, for exactly the
+    types ``json`` writes plainly (str, int, finite float, None); a block holding any
+    other value (a bool offset, an infinite time) is written by ``json.dumps`` itself.
+    """
+    escaped = _Escaped()
+    columns = []
+    try:
+        for name in _FIELDS:
+            column = list(map(attrgetter(name), ops))
+            types = set(map(type, column))
+            if name in _TEXT_FIELDS and types <= {str, type(None)}:
+                columns.append(list(map(escaped.__getitem__, column)))
+            elif name in _INT_FIELDS and types <= {int, type(None)}:
+                columns.append(column if None not in column  # None is "null", ints as str()
+                               else ["null" if x is None else x for x in column])
+            elif name == "time" and types <= {float, int} and all(map(math.isfinite, column)):
+                columns.append(column)  # str() of a float is its repr(), as json writes it
+            elif name == "values" and types <= {tuple}:
+                columns.append([",".join(map(encode_basestring_ascii, v)) for v in column])
+            else:
+                raise TypeError(name)
+    except (TypeError, OverflowError):  # not a plain JSON type: json.dumps decides
+        return "".join(json.dumps(op.to_record(), separators=(",", ":")) + "\n" for op in ops)
+    return "".join(map(_LINE.__mod__, zip(*columns, strict=True)))
 
 
 # --- classifying client errors -------------------------------------------------------

@@ -6,6 +6,7 @@ error object needs no cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import threading
@@ -14,8 +15,18 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from deliverylab import history as history_module
 from deliverylab.errors import BadValue
-from deliverylab.history import History, Op, classify, error_name, outcome_of, parse_value
+from deliverylab.history import (
+    KINDS,
+    OUTCOMES,
+    History,
+    Op,
+    classify,
+    error_name,
+    outcome_of,
+    parse_value,
+)
 from deliverylab.values import ValueId
 
 # --- Op ------------------------------------------------------------------------------
@@ -207,3 +218,70 @@ def test_acked_between_and_fault_ops():
     [fault] = h.faults()
     assert fault.fault == "kill_leader" and fault.process == "nemesis"
     assert History.load(h.save(Path(tempfile.mkdtemp()) / "h.jsonl")).faults() == [fault]
+
+
+# --- the fast writer writes what json.dumps wrote ---------------------------------------
+
+
+def written_before(ops):
+    """History.save as it was before issue 41: dataclasses.asdict and json.dumps per op."""
+    lines = []
+    for op in ops:
+        record = dataclasses.asdict(op)
+        record["values"] = list(op.values)
+        lines.append(json.dumps(record, separators=(",", ":")) + "\n")
+    return "".join(lines)
+
+
+EVERY_SHAPE = [
+    # every kind, every outcome, faults as ops
+    *(Op("producer-0", kind, outcome, 0.5 + i, txn=None if i % 2 else f"producer-0/txn-{i}")
+      for i, (kind, outcome) in enumerate(zip(KINDS, OUTCOMES * 4, strict=False))),
+    Op("producer-0", "send", "ok", 0.25, ("producer-0:0",), "t", 2, 17),
+    Op("producer-0", "send", "info", 1e-7, ("producer-0:1",), "t", error="_MSG_TIMED_OUT"),
+    Op("producer-0", "send", "fail", 1e16, ("producer-0:2",), "t", 0, None, None,
+       "NOT_ENOUGH_REPLICAS", "refused"),
+    Op("nemesis", "fault", "ok", -0.0, detail="broker 2 paused", fault="pause_broker"),
+    Op("nemesis", "fault", "info", 3, fault="kill_broker"),  # an int time
+    # strings JSON must escape: quotes, backslashes, control characters, non-ASCII
+    Op('svc "0"\\', "db_write", "ok", 2.0, ("a:b:3", 'q"\\:4'), "tópic\n", 0, 0,
+       "txn\t1", "err\x00", "détail ✓ \U0001F600", "f\u2028"),
+    Op("producer-0", "send", "ok", 7.0, ("producer-0:3", "producer-0:4"), "t", 1, 5),
+    Op("producer-0", "send", "info", 8.0, (), "t"),  # no value
+]
+
+
+@pytest.mark.parametrize("chunk", [50_000, 1, 3])
+def test_save_writes_byte_for_byte_what_json_dumps_wrote(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(history_module, "_CHUNK", chunk)
+    path = History(EVERY_SHAPE).save(tmp_path / "h.jsonl")
+    assert path.read_bytes() == written_before(EVERY_SHAPE).encode()
+    assert list(History.load(path)) == EVERY_SHAPE
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [
+        op.to_record() for op in EVERY_SHAPE]
+
+
+@pytest.mark.parametrize("odd", [
+    {"offset": True}, {"partition": 1.5}, {"time": float("inf")}, {"time": float("nan")},
+    {"time": 10**400}, {"topic": 7}, {"detail": type("Text", (str,), {})("sub")},
+])
+def test_save_leaves_values_json_writes_its_own_way_to_json_dumps(tmp_path, monkeypatch, odd):
+    # Ops are frozen but do not check these fields' types: whatever one holds, the file
+    # says what json.dumps says, in the block it falls in and in the blocks around it.
+    monkeypatch.setattr(history_module, "_CHUNK", 2)
+    fields = {"process": "p", "kind": "send", "outcome": "ok", "time": 1.0} | odd
+    ops = [*EVERY_SHAPE[-4:], Op(**fields), *EVERY_SHAPE[:3]]
+    path = History(ops).save(tmp_path / "h.jsonl")
+    assert path.read_bytes() == written_before(ops).encode()
+
+
+def test_to_record_is_what_asdict_gave():
+    for op in EVERY_SHAPE:
+        before = dataclasses.asdict(op) | {"values": list(op.values)}
+        assert op.to_record() == before
+        assert list(op.to_record()) == list(before)  # same keys, same order
+
+
+def test_save_of_an_empty_history_is_an_empty_file(tmp_path):
+    path = History().save(tmp_path / "h.jsonl")
+    assert path.read_text() == "" and list(History.load(path)) == []
