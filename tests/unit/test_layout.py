@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[2] / "lib" / "deliverylab"
-GROUND = {"errors", "values", "history", "checker", "modes", "faults"}
+GROUND = {"errors", "values", "history", "checker", "modes", "faults", "waiting"}
 FACES = {"notebook", "classroom", "grade", "chapters"}
 MAX_LINES = 650
 
