@@ -6,8 +6,9 @@ The rules (docs/whats-here.md says why):
 2. The machinery never imports a face or a chapter kit: ``notebook/``, ``classroom/``,
    ``grade/`` and ``chapters/`` import the machinery, never the other way round.
    ``chapters/`` is imported by the faces and notebooks only (and by tests, benches).
-3. No import circle between modules, counting imports inside functions too (only
-   ``if TYPE_CHECKING:`` blocks, which never run, are left out).
+3. No import circle between modules, counting imports inside functions and type-only
+   imports (``if TYPE_CHECKING:``) too: a circle closed by a type hint is still a
+   circle in the structure. ``KNOWN_CIRCLES`` names the ones left, each with why.
 
 Plus: no module over 650 lines, and no hand-written wait loop (a ``while`` around
 ``time.sleep``/``time.monotonic``) outside ``waiting.py`` but the named ``NOT_WAITS``,
@@ -34,13 +35,35 @@ def _module_name(path: Path) -> tuple[str, bool]:
     return ".".join(parts[:-1] if is_package else parts), is_package
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    lines: set[int] = set()
+def _imports(tree: ast.AST, name: str, is_package: bool,
+             modules: set[str]) -> set[tuple[str, int]]:
+    """The package's modules ``tree`` (module ``name``) imports, with the line: every
+    import, in a function or under ``if TYPE_CHECKING:`` too."""
+    edges: set[tuple[str, int]] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = name.split(".") if name else []
+            if not is_package:
+                base = base[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            stem = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:  # `from . import jars` imports a module
+                sub = f"{stem}.{alias.name}".strip(".")
+                targets.append(sub if sub in modules else stem)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "deliverylab"):
+            stem = node.module.removeprefix("deliverylab").lstrip(".")
+            for alias in node.names:
+                sub = f"{stem}.{alias.name}".strip(".")
+                targets.append(sub if sub in modules else stem)
+        elif isinstance(node, ast.Import):
+            targets += [a.name.removeprefix("deliverylab").lstrip(".")
+                        for a in node.names if a.name.startswith("deliverylab")]
+        edges.update((t, node.lineno) for t in targets if t != name)
+    return edges
 
 
 def _graph() -> dict[str, set[tuple[str, int]]]:
@@ -49,33 +72,8 @@ def _graph() -> dict[str, set[tuple[str, int]]]:
     graph: dict[str, set[tuple[str, int]]] = {}
     for path in LIB.rglob("*.py"):
         name, is_package = _module_name(path)
-        tree = ast.parse(path.read_text(), str(path))
-        skip = _type_checking_lines(tree)
-        edges: set[tuple[str, int]] = set()
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in skip:
-                continue
-            targets: list[str] = []
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = name.split(".") if name else []
-                if not is_package:
-                    base = base[:-1]
-                base = base[:len(base) - (node.level - 1)]
-                stem = ".".join([*base, *([node.module] if node.module else [])])
-                for alias in node.names:  # `from . import jars` imports a module
-                    sub = f"{stem}.{alias.name}".strip(".")
-                    targets.append(sub if sub in modules else stem)
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    "deliverylab"):
-                stem = node.module.removeprefix("deliverylab").lstrip(".")
-                for alias in node.names:
-                    sub = f"{stem}.{alias.name}".strip(".")
-                    targets.append(sub if sub in modules else stem)
-            elif isinstance(node, ast.Import):
-                targets += [a.name.removeprefix("deliverylab").lstrip(".")
-                            for a in node.names if a.name.startswith("deliverylab")]
-            edges.update((t, node.lineno) for t in targets if t != name)
-        graph[name] = edges
+        graph[name] = _imports(ast.parse(path.read_text(), str(path)), name, is_package,
+                               modules)
     return graph
 
 
@@ -149,10 +147,32 @@ def _circles(graph: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
     return found
 
 
+#: Circles still closed by a type-only import, each with why it is left (issue 38).
+KNOWN_CIRCLES = {
+    frozenset({"proxy.engine", "proxy.link"}):
+        "the links call five private methods of the engine at run time: the one real "
+        "back-and-forth; it needs the engine's budgets and hooks moved down, not a hint",
+    frozenset({"classroom.hub", "classroom.hub_docker"}):
+        "hub_docker's HubSettings hint; classroom/ is being put in rooms by concern now",
+}
+
+
 def test_no_import_circle_between_modules():
     # The facade ('') imports nothing at import time; packages' __init__ re-exports are
     # modules too, so proxy/__init__ -> proxy.proxy -> proxy (a circle) would show.
-    assert not _circles(GRAPH)
+    circles = [c for c in _circles(GRAPH) if frozenset(c) not in KNOWN_CIRCLES]
+    assert not circles, circles
+    gone = [sorted(c) for c in KNOWN_CIRCLES if sorted(c) not in _circles(GRAPH)]
+    assert not gone, f"KNOWN_CIRCLES names circles that are gone: {gone}"
+
+
+def test_a_type_only_import_and_one_in_a_function_count():
+    # `if TYPE_CHECKING:` imports never run, but a circle they close is still a circle.
+    tree = ast.parse("from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    from .b import B\n"
+                     "def f():\n    from ..c import d\n")
+    assert _imports(tree, "p.a", False, {"p.a", "p.b", "c", "c.d"}) == {("p.b", 3),
+                                                                         ("c.d", 5)}
 
 
 def test_the_circle_finder_finds_a_circle():

@@ -27,13 +27,14 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psutil
 import requests
 
 from ..cluster import ready
 from ..cluster.local import SIGNALS
+from ..cluster.properties import ClusterSpec
 from ..errors import LabError, TimedOut, bad_value
 from ..process.children import Children, tail
 from ..process.ports import free_ports
@@ -41,8 +42,17 @@ from ..runtime import classpaths, jars
 from ..runtime.java import find_java
 from ..waiting import wait_until
 
-if TYPE_CHECKING:
-    from ..cluster import Cluster
+
+class Cluster(Protocol):
+    """What Connect needs of the Kafka cluster it runs on (``cluster.Cluster``, which
+    starts it): named here so the two modules do not import each other."""
+
+    @property
+    def workdir(self) -> Path: ...
+    @property
+    def direct_bootstrap_servers(self) -> str: ...
+    @property
+    def spec(self) -> ClusterSpec | None: ...
 
 # Workers are small: one file connector, one task, a few thousand short records.
 # SerialGC and a capped heap keep two workers beside three brokers and Spark.
