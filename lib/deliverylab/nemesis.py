@@ -295,9 +295,9 @@ class Nemesis:
                     "network, and local brokers share the host's loopback (this cluster "
                     f"is backend={self.cluster.backend_name!r}; start it with "
                     "backend='docker')")
-        if self.cluster.size < 3:
+        if self.cluster.brokers < 3:
             return (f"{name} needs a leader with followers to cut it off from: this "
-                    f"cluster has {self.cluster.size} broker(s), start it with brokers=3")
+                    f"cluster has {self.cluster.brokers} broker(s), start it with brokers=3")
         return None
 
     def partition_leader(self, topic: str, partition: int = 0) -> FaultRecord:
@@ -485,7 +485,7 @@ class Nemesis:
     def _node_fault(self, name: str, node: int, action: Callable[[int], Any],
                     verb: str) -> FaultRecord:
         if node not in self.cluster.nodes:
-            raise bad_value("node", node, f"a node number from 1 to {self.cluster.size}")
+            raise bad_value("node", node, f"a node number from 1 to {self.cluster.brokers}")
         with self._lock:
             t = self.now()
             action(node)

@@ -214,7 +214,7 @@ class Scenario:
         rng = random.Random(seed)
         tag = f"{self.mode.name.lower()}-{self.fault}-{seed}-{uuid.uuid4().hex[:6]}"
         source, sink = f"in-{tag}", f"out-{tag}"
-        topic_config = {"min.insync.replicas": min(2, cluster.size)}
+        topic_config = {"min.insync.replicas": min(2, cluster.brokers)}
         for name in (source, sink):
             cluster.create_topic(name, partitions=self.partitions, config=topic_config)
         history = History()

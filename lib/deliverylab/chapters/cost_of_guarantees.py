@@ -292,7 +292,7 @@ def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 5
     send, for at-most-once, which commits before it processes)."""
 
     sink = cluster.create_topic(f"cost-out-{uuid.uuid4().hex[:8]}", partitions=3,
-                                config={"min.insync.replicas": min(2, cluster.size)})
+                                config={"min.insync.replicas": min(2, cluster.brokers)})
     mode = variant.mode
     if variant.transactional:
         mode = mode.with_commits(txn_size=10**9, commit_interval_ms=variant.commit_interval_ms)
@@ -388,7 +388,7 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
     settings = {"linger.ms": linger_ms, "batch.size": batch_size}
     bootstrap = bootstrap_of(cluster, direct=True)
     partitions = 3
-    topic_config = {"min.insync.replicas": min(2, cluster.size)}
+    topic_config = {"min.insync.replicas": min(2, cluster.brokers)}
     topics = {(v.name, s): cluster.create_topic(f"cost-{uuid.uuid4().hex[:8]}",
                                                 partitions=partitions, config=topic_config)
               for v in chosen for s in sizes}
@@ -404,7 +404,7 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
     params = {"sizes": list(sizes), "commit_intervals": list(commit_intervals), "reps": reps,
               "seconds": seconds, "latency_seconds": latency_seconds, "rate": rate,
               "linger_ms": linger_ms, "batch_size": batch_size, "ctp_values": ctp_values,
-              "brokers": cluster.size, "variants": [v.name for v in chosen]}
+              "brokers": cluster.brokers, "variants": [v.name for v in chosen]}
 
     bar = progress(steps, "measuring (round-robin)", widget=None if show_progress else False)
     trials: list[Trial] = []

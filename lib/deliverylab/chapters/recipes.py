@@ -115,7 +115,7 @@ def _ensure_topic(cluster: Cluster, topic: str, config_: dict[str, Any]) -> None
         raise bad_value("topic", topic, "a topic name")
     md = cluster.admin().list_topics(timeout=10)
     if topic not in md.topics:
-        cluster.create_topic(topic, partitions=1, replication_factor=min(3, cluster.size),
+        cluster.create_topic(topic, partitions=1, replication_factor=min(3, cluster.brokers),
                              config=config_)
 
 
@@ -413,8 +413,8 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
     the result's own) holds them like any other run's faults.
     """
     acks_text = _acks_setting(acks)
-    if cluster.size < 3:
-        raise bad_value("cluster", f"{cluster.size} broker(s)",
+    if cluster.brokers < 3:
+        raise bad_value("cluster", f"{cluster.brokers} broker(s)",
                         "a cluster of at least 3 brokers (a leader and two followers)")
     _ensure_topic(cluster, topic, {"min.insync.replicas": 2})
     old_leader, replicas = _wait_isr_full(cluster, topic, 0, timeout)
@@ -577,8 +577,8 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
     ``history`` (or the result's own) holds them.
     """
     acks_text = _acks_setting(acks)
-    if cluster.size < 3:
-        raise bad_value("cluster", f"{cluster.size} broker(s)",
+    if cluster.brokers < 3:
+        raise bad_value("cluster", f"{cluster.brokers} broker(s)",
                         "a cluster of at least 3 brokers (a leader and two followers)")
     if not isinstance(count, int) or not 1 <= count <= 1000:
         raise bad_value("count", count, "a whole number from 1 to 1000")

@@ -56,7 +56,7 @@ def wait_until(what: str, probe: Callable[[], object], deadline: Deadline | floa
                               retry=(KafkaException,), error=ClusterNotReady)
 
 
-def wait_ready(bootstrap: str, size: int, deadline: Deadline,
+def wait_ready(bootstrap: str, brokers: int, deadline: Deadline,
                check: Callable[[], None], explain: Callable[[], str] | None = None,
                phases: dict[str, float] | None = None) -> None:
     """Every step of the module docstring, in order, within one deadline.
@@ -64,7 +64,7 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
     ``phases``, if given, receives the seconds each step took (keyed by its name).
     """
     admin = AdminClient(config(bootstrap))
-    rf = min(3, size)
+    rf = min(3, brokers)
 
     def step(what: str, probe: Callable[[], object]) -> None:
         t0 = time.monotonic()
@@ -76,9 +76,9 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
             phases[f"ready: {what.split(' (')[0][:40]}"] = time.monotonic() - t0
 
     def all_brokers() -> bool:
-        return len(admin.list_topics(timeout=deadline.left(5)).brokers) == size
+        return len(admin.list_topics(timeout=deadline.left(5)).brokers) == brokers
 
-    step(f"all {size} brokers registered in the metadata", all_brokers)
+    step(f"all {brokers} brokers registered in the metadata", all_brokers)
 
     token = uuid.uuid4().hex
 
