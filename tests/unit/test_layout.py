@@ -149,9 +149,6 @@ def _circles(graph: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
 
 #: Circles still closed by a type-only import, each with why it is left (issue 38).
 KNOWN_CIRCLES = {
-    frozenset({"proxy.engine", "proxy.link"}):
-        "the links call five private methods of the engine at run time: the one real "
-        "back-and-forth; it needs the engine's budgets and hooks moved down, not a hint",
     frozenset({"classroom.hub", "classroom.hub_docker"}):
         "hub_docker's HubSettings hint; classroom/ is being put in rooms by concern now",
 }
