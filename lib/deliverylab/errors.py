@@ -40,7 +40,21 @@ class BrokerExited(LabError):
     """A broker process died while the cluster was starting or was expected to run."""
 
 
-class ClusterNotReady(LabError):
+class TimedOut(LabError):
+    """A condition the lab waited for never held in time (``waiting.wait_until`` raises
+    it): ``what`` names the condition, ``last_seen`` what the last look found (the
+    probe's last error or the waiter's account of the state), ``waited`` the seconds
+    waited. A program can tell a wait that ran out from a refusal without parsing text."""
+
+    def __init__(self, message: str, log: Path | None = None, log_tail: str = "", *,
+                 what: str = "", last_seen: str = "", waited: float = 0.0) -> None:
+        self.what = what
+        self.last_seen = last_seen
+        self.waited = waited
+        super().__init__(message, log, log_tail)
+
+
+class ClusterNotReady(TimedOut):
     """A condition the lab waited for (readiness, a leader, the ISR) never held in time;
     the message names it, and the cause when known (e.g. no controller quorum)."""
 

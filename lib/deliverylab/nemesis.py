@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .cluster import ready
-from .errors import LabError, QuorumWarning, bad_value
+from .errors import LabError, QuorumWarning, TimedOut, bad_value
 from .faults import FAULTS, fault
 from .history import History
 from .process.lablog import warnings_to_log
 from .proxy.framing import api_key
 from .proxy.proxy import AckLoss, Hold
+from .waiting import wait_until
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -294,9 +295,9 @@ class Nemesis:
                     "network, and local brokers share the host's loopback (this cluster "
                     f"is backend={self.cluster.backend_name!r}; start it with "
                     "backend='docker')")
-        if self.cluster.size < 3:
+        if self.cluster.brokers < 3:
             return (f"{name} needs a leader with followers to cut it off from: this "
-                    f"cluster has {self.cluster.size} broker(s), start it with brokers=3")
+                    f"cluster has {self.cluster.brokers} broker(s), start it with brokers=3")
         return None
 
     def partition_leader(self, topic: str, partition: int = 0) -> FaultRecord:
@@ -338,12 +339,14 @@ class Nemesis:
             paused = self.pause_followers(topic, partition)
             since = paused.time
             followers = self._isolated[(topic, partition)][2]
-            end = time.monotonic() + hold
-            while time.monotonic() < end and not any(
-                    op.topic == topic for op in self.history
-                    if op.kind == "send" and op.outcome == "ok" and op.time >= since
-                    and op.partition in led):
-                time.sleep(0.05)
+            try:
+                wait_until(f"a write to {topic} acknowledged by the isolated leader {leader}",
+                           lambda: any(op.topic == topic for op in self.history
+                                       if op.kind == "send" and op.outcome == "ok"
+                                       and op.time >= since and op.partition in led),
+                           hold, interval=0.05)
+            except TimedOut:  # "up to hold": the kill comes then, acknowledged write or not
+                pass
             time.sleep(0.2)
             try:
                 killed = self.kill_leader(topic, partition)
@@ -482,7 +485,7 @@ class Nemesis:
     def _node_fault(self, name: str, node: int, action: Callable[[int], Any],
                     verb: str) -> FaultRecord:
         if node not in self.cluster.nodes:
-            raise bad_value("node", node, f"a node number from 1 to {self.cluster.size}")
+            raise bad_value("node", node, f"a node number from 1 to {self.cluster.brokers}")
         with self._lock:
             t = self.now()
             action(node)

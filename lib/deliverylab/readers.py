@@ -28,6 +28,7 @@ from .clients import bootstrap_of, config
 from .cluster.ready import wait_whole
 from .errors import LabError, bad_value
 from .history import Read
+from .waiting import wait_until
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 
@@ -238,20 +239,22 @@ def wait_stable(target: Any, name: str, timeout: float = 30.0,
     Why: ``commit_transaction()`` returns once the coordinator has *decided*; the
     commit markers reach the partitions a little later, and until then read_committed
     stops short of the committed records. Returns the final :func:`bounds`; raises
-    ``LabError`` naming the partitions still held back (a producer that died
+    ``TimedOut`` (a ``LabError``) naming the partitions still held back (a producer that died
     mid-transaction holds them until ``transaction.timeout.ms`` expires).
     """
     admin = _admin(target)
-    deadline = time.monotonic() + timeout
-    while True:
+    held: list[dict[str, int]] = []
+
+    def stable() -> tuple[list[dict[str, int]]] | None:
         now = bounds(admin, name, min(15.0, timeout), where)
-        held = [b for b in now if b["last_stable_offset"] < b["high_watermark"]]
-        if not held:
-            return now
-        if time.monotonic() >= deadline:
-            spots = ", ".join(f"partition {b['partition']} (LSO {b['last_stable_offset']}"
-                              f" < high watermark {b['high_watermark']})" for b in held)
-            raise LabError(f"topic {name!r} still has an open transaction after "
-                           f"{timeout:g} s: {spots}. A producer that died mid-transaction "
-                           "holds it until the broker's transaction.timeout.ms aborts it")
-        time.sleep(0.1)
+        held[:] = [b for b in now if b["last_stable_offset"] < b["high_watermark"]]
+        return None if held else (now,)  # a 1-tuple: truthy for a topic with no bounds
+
+    def spots() -> str:
+        return ("; it still has an open transaction on " + ", ".join(
+            f"partition {b['partition']} (LSO {b['last_stable_offset']} < high watermark "
+            f"{b['high_watermark']})" for b in held) + ". A producer that died "
+            "mid-transaction holds it until the broker's transaction.timeout.ms aborts it")
+
+    return wait_until(f"no open transaction on topic {name!r}", stable, timeout,
+                      interval=0.1, explain=spots)[0]

@@ -39,7 +39,7 @@ from . import checker as C
 from . import values as V
 from .clients import Fenced, Recorder, TxnProducer, config
 from .cluster import Cluster
-from .errors import LabError, bad_value
+from .errors import LabError, TimedOut, bad_value
 from .faults import SCENARIO_FAULTS
 from .history import History
 from .modes import DeliveryMode, claim_failures
@@ -48,6 +48,7 @@ from .nemesis import Nemesis
 from .readers import pending_count, read_back
 from .spark.query import CRASHES, MAX_OFFSETS, SINKS
 from .spark.scene import crash_scene
+from .waiting import wait_until
 from .workload import Pipeline, PipelineReport, ProducerWorkload
 
 #: The faults a Scenario runs: "none", then the registry's scenario faults.
@@ -213,7 +214,7 @@ class Scenario:
         rng = random.Random(seed)
         tag = f"{self.mode.name.lower()}-{self.fault}-{seed}-{uuid.uuid4().hex[:6]}"
         source, sink = f"in-{tag}", f"out-{tag}"
-        topic_config = {"min.insync.replicas": min(2, cluster.size)}
+        topic_config = {"min.insync.replicas": min(2, cluster.brokers)}
         for name in (source, sink):
             cluster.create_topic(name, partitions=self.partitions, config=topic_config)
         history = History()
@@ -323,10 +324,12 @@ class _Run:
             if n >= self.trigger and not fired.is_set():
                 fired.set()
                 self._thread.start()
-                end = time.monotonic() + 60
-                while (not self.history.faults() and not self._done.is_set()
-                       and time.monotonic() < end):
-                    time.sleep(0.01)
+                try:
+                    wait_until(f"the fault {fault} to land in the history",
+                               lambda: self.history.faults() or self._done.is_set(), 60,
+                               interval=0.01)
+                except TimedOut:  # the producer goes on; _join_fault raises its error
+                    pass
         return on_sent
 
     def _join_fault(self) -> None:
@@ -510,11 +513,9 @@ def stall_takeover(cluster: Any, source: str, sink: str, mode: DeliveryMode | st
     thread = threading.Thread(target=run_a, name="pipeline-A", daemon=True)
     thread.start()
     end = time.monotonic() + timeout
-    while a.report.processed < stall_after and thread.is_alive():
-        if time.monotonic() > end:
-            raise LabError(f"pipeline-A processed only {a.report.processed} of "
-                           f"{stall_after} values within {timeout:.0f} s")
-        time.sleep(0.05)
+    wait_until(f"pipeline-A to process {stall_after} values (its stall)",
+               lambda: a.report.processed >= stall_after or not thread.is_alive(), timeout,
+               interval=0.05, explain=lambda: f"; it processed {a.report.processed}")
     if errors:
         raise errors[0]
     if a.report.processed < stall_after:

@@ -1,15 +1,18 @@
-"""The package's shape, checked: the three import rules and the size limit.
+"""The package's shape, checked: the three import rules, the size limit, the one wait.
 
 The rules (docs/whats-here.md says why):
-1. The ground vocabulary (errors, values, history, checker, modes, faults) imports only
-   itself: every other module may lean on it, so it leans on nothing.
+1. The ground vocabulary (errors, values, history, checker, modes, faults, waiting)
+   imports only itself: every other module may lean on it, so it leans on nothing.
 2. The machinery never imports a face or a chapter kit: ``notebook/``, ``classroom/``,
    ``grade/`` and ``chapters/`` import the machinery, never the other way round.
    ``chapters/`` is imported by the faces and notebooks only (and by tests, benches).
-3. No import circle between modules, counting imports inside functions too (only
-   ``if TYPE_CHECKING:`` blocks, which never run, are left out).
+3. No import circle between modules, counting imports inside functions and type-only
+   imports (``if TYPE_CHECKING:``) too: a circle closed by a type hint is still a
+   circle in the structure. ``KNOWN_CIRCLES`` names the ones left, each with why.
 
-Plus: no module over 650 lines. The graph is read from the source (``ast``), so a test
+Plus: no module over 650 lines, and no hand-written wait loop (a ``while`` around
+``time.sleep``/``time.monotonic``) outside ``waiting.py`` but the named ``NOT_WAITS``,
+which do work every round. The graph is read from the source (``ast``), so a test
 fails on the line that breaks a rule, before anything runs.
 """
 
@@ -21,7 +24,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[2] / "lib" / "deliverylab"
-GROUND = {"errors", "values", "history", "checker", "modes", "faults"}
+GROUND = {"errors", "values", "history", "checker", "modes", "faults", "waiting"}
 FACES = {"notebook", "classroom", "grade", "chapters"}
 MAX_LINES = 650
 
@@ -32,13 +35,35 @@ def _module_name(path: Path) -> tuple[str, bool]:
     return ".".join(parts[:-1] if is_package else parts), is_package
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    lines: set[int] = set()
+def _imports(tree: ast.AST, name: str, is_package: bool,
+             modules: set[str]) -> set[tuple[str, int]]:
+    """The package's modules ``tree`` (module ``name``) imports, with the line: every
+    import, in a function or under ``if TYPE_CHECKING:`` too."""
+    edges: set[tuple[str, int]] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = name.split(".") if name else []
+            if not is_package:
+                base = base[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            stem = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:  # `from . import jars` imports a module
+                sub = f"{stem}.{alias.name}".strip(".")
+                targets.append(sub if sub in modules else stem)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "deliverylab"):
+            stem = node.module.removeprefix("deliverylab").lstrip(".")
+            for alias in node.names:
+                sub = f"{stem}.{alias.name}".strip(".")
+                targets.append(sub if sub in modules else stem)
+        elif isinstance(node, ast.Import):
+            targets += [a.name.removeprefix("deliverylab").lstrip(".")
+                        for a in node.names if a.name.startswith("deliverylab")]
+        edges.update((t, node.lineno) for t in targets if t != name)
+    return edges
 
 
 def _graph() -> dict[str, set[tuple[str, int]]]:
@@ -47,33 +72,8 @@ def _graph() -> dict[str, set[tuple[str, int]]]:
     graph: dict[str, set[tuple[str, int]]] = {}
     for path in LIB.rglob("*.py"):
         name, is_package = _module_name(path)
-        tree = ast.parse(path.read_text(), str(path))
-        skip = _type_checking_lines(tree)
-        edges: set[tuple[str, int]] = set()
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in skip:
-                continue
-            targets: list[str] = []
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = name.split(".") if name else []
-                if not is_package:
-                    base = base[:-1]
-                base = base[:len(base) - (node.level - 1)]
-                stem = ".".join([*base, *([node.module] if node.module else [])])
-                for alias in node.names:  # `from . import jars` imports a module
-                    sub = f"{stem}.{alias.name}".strip(".")
-                    targets.append(sub if sub in modules else stem)
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    "deliverylab"):
-                stem = node.module.removeprefix("deliverylab").lstrip(".")
-                for alias in node.names:
-                    sub = f"{stem}.{alias.name}".strip(".")
-                    targets.append(sub if sub in modules else stem)
-            elif isinstance(node, ast.Import):
-                targets += [a.name.removeprefix("deliverylab").lstrip(".")
-                            for a in node.names if a.name.startswith("deliverylab")]
-            edges.update((t, node.lineno) for t in targets if t != name)
-        graph[name] = edges
+        graph[name] = _imports(ast.parse(path.read_text(), str(path)), name, is_package,
+                               modules)
     return graph
 
 
@@ -147,10 +147,29 @@ def _circles(graph: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
     return found
 
 
+#: Circles still closed by a type-only import, each with why it is left (issue 38).
+KNOWN_CIRCLES = {
+    frozenset({"classroom.hub", "classroom.hub_docker"}):
+        "hub_docker's HubSettings hint; classroom/ is being put in rooms by concern now",
+}
+
+
 def test_no_import_circle_between_modules():
     # The facade ('') imports nothing at import time; packages' __init__ re-exports are
     # modules too, so proxy/__init__ -> proxy.proxy -> proxy (a circle) would show.
-    assert not _circles(GRAPH)
+    circles = [c for c in _circles(GRAPH) if frozenset(c) not in KNOWN_CIRCLES]
+    assert not circles, circles
+    gone = [sorted(c) for c in KNOWN_CIRCLES if sorted(c) not in _circles(GRAPH)]
+    assert not gone, f"KNOWN_CIRCLES names circles that are gone: {gone}"
+
+
+def test_a_type_only_import_and_one_in_a_function_count():
+    # `if TYPE_CHECKING:` imports never run, but a circle they close is still a circle.
+    tree = ast.parse("from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    from .b import B\n"
+                     "def f():\n    from ..c import d\n")
+    assert _imports(tree, "p.a", False, {"p.a", "p.b", "c", "c.d"}) == {("p.b", 3),
+                                                                         ("c.d", 5)}
 
 
 def test_the_circle_finder_finds_a_circle():
@@ -162,6 +181,73 @@ def test_the_circle_finder_finds_a_circle():
 def test_no_module_is_over_650_lines(path: Path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(LIB)}: {lines} lines; split it by role"
+
+
+#: Loops around time.sleep/time.monotonic that are not waits, each with why: they do
+#: work every round (read records, consume, drive a producer, kill), which no probe of
+#: ``waiting.wait_until`` should hide. Keyed "module:function".
+NOT_WAITS = {
+    "chapters.autocommit:crash_instance": "consumes until it holds a whole batch",
+    "chapters.autocommit:_successor": "processes records until the end offset",
+    "chapters.connect_window:stream": "paces a writer, a chunk per pace_s: awaits nothing",
+    "chapters.connect_window:offset_records": "reads records until every partition's end",
+    "chapters.live_zombie:instance": "the zombie's consume-transform-produce loop",
+    "chapters.rebalance:stall_in_group": "drives the producer at its rate through the stall",
+    "chapters.rebalance:_loop": "a group member's consume loop (its stall is the fault)",
+    "chapters.recipes:read_partition": "reads records until the high watermark",
+    "classroom.hub:sweep": "SIGKILLs the student's processes every round until none is left",
+    "classroom.hub:main": "serves until the hub ends or Ctrl-C: no deadline, nothing awaited",
+    "classroom.hub_client:execute": "receives the kernel's messages until reply and idle",
+    "cluster.ready:read_back": "reads records until the token (one probe of a ready step)",
+    "notebook.progress:_tick": "a ticker that shows the seconds elapsed until stopped",
+    "readers:read_back": "reads records until every partition's end",
+    "readers:peek": "reads records for a few seconds",
+    "services.instance:loop": "a service's work loop, until it is stopped",
+    "spark.sinks:_committed_batch": "reads records until the high watermark",
+    "workload:run": "the pipeline's consume-process-produce loop",
+    # Waits, in files another change of issue 38 (classroom/ in rooms) is rewriting now;
+    # they move to waiting.wait_until with it.
+    "classroom.hub:start": "a wait for JupyterHub's API, to move with classroom/'s rooms",
+    "classroom.hub_limits:remove": "a wait for a cgroup's rmdir, to move with classroom/'s "
+                                   "rooms",
+}
+WAIT_CALLS = {"time.sleep", "time.monotonic", "sleep", "monotonic"}
+
+
+def _loops_in(node: ast.AST, where: str, function: str, found: dict[str, int]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _loops_in(child, where, child.name, found)
+            continue
+        if isinstance(child, ast.While) and any(
+                isinstance(c, ast.Call) and ast.unparse(c.func) in WAIT_CALLS
+                for c in ast.walk(child)):
+            found.setdefault(f"{where}:{function}", child.lineno)
+        _loops_in(child, where, function, found)
+
+
+def _wait_loops() -> dict[str, int]:
+    """``module:function`` -> line of each ``while`` loop calling sleep or monotonic."""
+    found: dict[str, int] = {}
+    for path in sorted(LIB.rglob("*.py")):
+        _loops_in(ast.parse(path.read_text(), str(path)), _module_name(path)[0], "<module>",
+                  found)
+    return found
+
+
+def test_every_wait_goes_through_the_one_wait():
+    # A hand-written `while ... sleep` drifts from the one wait: it returns None on
+    # timeout, forgets to look whether the process died, or does not say what it
+    # waited for. waiting.wait_until is the one place such a loop is written.
+    loops = _wait_loops()
+    assert "waiting:wait_until" in loops  # the finder sees the one it must
+    broken = [f"{where} (line {line}): a hand-written wait loop; use "
+              "waiting.wait_until, or name it in NOT_WAITS with why it is not a wait"
+              for where, line in loops.items()
+              if where != "waiting:wait_until" and where not in NOT_WAITS]
+    assert not broken, broken
+    stale = sorted(set(NOT_WAITS) - set(loops))
+    assert not stale, f"NOT_WAITS names loops that are gone: {stale}"
 
 
 def test_the_top_level_holds_only_the_facade_and_the_vocabulary():

@@ -42,6 +42,7 @@ from .. import values as V
 from ..checker import pipeline_exactly_once
 from ..clients import config
 from ..errors import LabError, bad_value
+from ..waiting import wait_until
 
 #: The two offset-store policies: librdkafka's default, and store-after-processing.
 STORES = {"default": {},
@@ -106,13 +107,16 @@ def crash_instance(bootstrap: str, source: str, sink: str, group: str, store: st
     # The rest of the batch "takes long": longer than the commit timer's interval.
     want = (handed[-1] if store == "default" else handed[process - 1]).offset() + 1
     started = time.monotonic()
-    committed = _committed(consumer, source)
-    while committed != want:
-        if time.monotonic() - started > wait_s:
-            raise LabError(f"the auto-commit timer did not commit offset {want} within "
-                           f"{wait_s:g} s (committed: {committed})")
-        time.sleep(0.2)
-        committed = _committed(consumer, source)
+    seen = [_committed(consumer, source)]
+
+    def at_want() -> bool:
+        seen[0] = _committed(consumer, source)
+        return seen[0] == want
+
+    if seen[0] != want:
+        wait_until(f"the auto-commit timer to commit offset {want}", at_want, wait_s,
+                   interval=0.2, explain=lambda: f" (committed: {seen[0]})")
+    committed = seen[0]
     state.write_text(json.dumps({
         "handed": [_vid(m) for m in handed],
         "processed": [_vid(m) for m in handed[:process]],

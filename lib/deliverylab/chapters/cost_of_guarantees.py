@@ -38,10 +38,11 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from ..clients import bootstrap_of, config
-from ..errors import LabError, bad_value
+from ..errors import LabError, TimedOut, bad_value
 from ..history import History
 from ..modes import AT_LEAST_ONCE, AT_MOST_ONCE, IDEMPOTENT, TRANSACTIONAL, DeliveryMode
 from ..notebook.progress import progress
+from ..waiting import wait_until
 from ..workload import Pipeline, ProducerWorkload
 from .cost_plots import plot, plot_ctp
 from .cost_statistics import (
@@ -220,16 +221,22 @@ def _settle(bootstrap: str, topic: str, partitions: int, quiet: float = 0.5,
     socket long before the brokers have replicated them, and that backlog must not land
     in the next variant's measurement."""
     consumer = Consumer(config(bootstrap, **{"group.id": f"cost-{uuid.uuid4().hex[:8]}"}))
+    last: list[list[int] | None] = [None]
+    still = [time.monotonic()]
+
+    def quiet_now() -> bool:
+        now = [consumer.get_watermark_offsets(TopicPartition(topic, part), timeout=10,
+                                              cached=False)[1] for part in range(partitions)]
+        if now != last[0]:
+            last[0], still[0] = now, time.monotonic()
+            return False
+        return time.monotonic() - still[0] >= quiet
+
     try:
-        last, still, end = None, time.monotonic(), time.monotonic() + timeout
-        while time.monotonic() < end:
-            now = [consumer.get_watermark_offsets(TopicPartition(topic, part), timeout=10,
-                                                  cached=False)[1] for part in range(partitions)]
-            if now != last:
-                last, still = now, time.monotonic()
-            elif time.monotonic() - still >= quiet:
-                return
-            time.sleep(0.1)
+        wait_until(f"the high watermarks of {topic} to stop moving", quiet_now, timeout,
+                   interval=0.1)
+    except TimedOut:  # a backlog still moving after `timeout` is measured as it is
+        pass
     finally:
         consumer.close()
 
@@ -313,7 +320,7 @@ def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 5
     send, for at-most-once, which commits before it processes)."""
 
     sink = cluster.create_topic(f"cost-out-{uuid.uuid4().hex[:8]}", partitions=3,
-                                config={"min.insync.replicas": min(2, cluster.size)})
+                                config={"min.insync.replicas": min(2, cluster.brokers)})
     mode = variant.mode
     if variant.transactional:
         mode = mode.with_commits(txn_size=10**9, commit_interval_ms=variant.commit_interval_ms)
@@ -409,7 +416,7 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
     settings = {"linger.ms": linger_ms, "batch.size": batch_size}
     bootstrap = bootstrap_of(cluster, direct=True)
     partitions = 3
-    topic_config = {"min.insync.replicas": min(2, cluster.size)}
+    topic_config = {"min.insync.replicas": min(2, cluster.brokers)}
     topics = {(v.name, s): cluster.create_topic(f"cost-{uuid.uuid4().hex[:8]}",
                                                 partitions=partitions, config=topic_config)
               for v in chosen for s in sizes}
@@ -425,7 +432,7 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
     params = {"sizes": list(sizes), "commit_intervals": list(commit_intervals), "reps": reps,
               "seconds": seconds, "latency_seconds": latency_seconds, "rate": rate,
               "linger_ms": linger_ms, "batch_size": batch_size, "ctp_values": ctp_values,
-              "brokers": cluster.size, "variants": [v.name for v in chosen]}
+              "brokers": cluster.brokers, "variants": [v.name for v in chosen]}
 
     bar = progress(steps, "measuring (round-robin)", widget=None if show_progress else False)
     trials: list[Trial] = []

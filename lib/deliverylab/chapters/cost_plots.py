@@ -3,13 +3,18 @@ at-least-once, and the consume-transform-produce rate per mode."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..notebook.plots import COLORS, LabFigure, finish
 from .cost_statistics import BASELINE
 
-if TYPE_CHECKING:
-    from .cost_of_guarantees import Costs
+
+class Costs(Protocol):
+    """What the figures read of ``cost_of_guarantees.Costs`` (which imports them): the
+    medians as rows."""
+
+    @property
+    def rows(self) -> list[dict[str, Any]]: ...
 
 
 def plot(costs: Costs, size: int | None = None, save: str | None = None) -> Any:

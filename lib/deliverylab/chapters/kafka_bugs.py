@@ -60,6 +60,7 @@ from ..notebook.widgets import FaultSpec
 from ..runtime import classpaths
 from ..runtime.java import find_java
 from ..values import ValueId
+from ..waiting import wait_until
 
 #: Broker properties a reproduction needs at start (static ones): the broker looks for
 #: expired producers every 200 ms instead of every 10 minutes.
@@ -430,13 +431,10 @@ def transaction_version(cluster: Any, level: int, timeout: float = 30.0) -> Iter
             return
         verb = "downgrade" if target < finalized_transaction_version(cluster) else "upgrade"
         cluster.tool("kafka-features", verb, "--feature", f"transaction.version={target}")
-        deadline = time.monotonic() + timeout
-        while finalized_transaction_version(cluster) != target:
-            if time.monotonic() > deadline:
-                raise LabError(f"transaction.version did not reach {target} in {timeout:.0f} s"
-                               f" (kafka-features {verb}); broker log: "
-                               f"{cluster.log_path(cluster.nodes[0])}")
-            time.sleep(0.5)
+        wait_until(f"transaction.version to reach {target} (kafka-features {verb})",
+                   lambda: finalized_transaction_version(cluster) == target, timeout,
+                   interval=0.5,
+                   explain=lambda: f"; broker log: {cluster.log_path(cluster.nodes[0])}")
 
     move_to(level)
     try:

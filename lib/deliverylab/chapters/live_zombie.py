@@ -215,8 +215,8 @@ def _stopped(pid: int, flag: Path) -> bool:
 
 
 def _wait(what: str, done: Any, proc: Any, log: Path, timeout: float) -> None:
-    from ..cluster.ready import wait_until
     from ..process.children import tail
+    from ..waiting import wait_until
 
     def check() -> bool:
         if proc.poll() is not None and not done():

@@ -22,16 +22,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from .. import values
 from ..clients import config
 from ..cluster import ready
 from ..cluster.ready import wait_whole
-from ..errors import LabError, bad_value
+from ..errors import ClusterNotReady, LabError, TimedOut, bad_value
 from ..history import History
 from ..nemesis import Nemesis
+from ..waiting import wait_until
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -71,14 +72,17 @@ class _Send:
         self.done.set()
 
     def wait(self, timeout: float) -> bool:
-        """Poll until the delivery report came; False if it did not within ``timeout``."""
-        end = time.monotonic() + timeout
-        while not self.done.is_set():
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            self.producer.poll(min(0.1, left))
-        return True
+        """Poll until the delivery report came; False if it did not within ``timeout``
+        (the recipe then names the write that got no answer)."""
+        def reported() -> bool:
+            if not self.done.is_set():
+                self.producer.poll(0.1)  # the delivery callback runs inside this poll
+            return self.done.is_set()
+
+        try:
+            return wait_until("a delivery report", reported, timeout, interval=0)
+        except TimedOut:
+            return False
 
     @property
     def ok(self) -> bool:
@@ -111,7 +115,7 @@ def _ensure_topic(cluster: Cluster, topic: str, config_: dict[str, Any]) -> None
         raise bad_value("topic", topic, "a topic name")
     md = cluster.admin().list_topics(timeout=10)
     if topic not in md.topics:
-        cluster.create_topic(topic, partitions=1, replication_factor=min(3, cluster.size),
+        cluster.create_topic(topic, partitions=1, replication_factor=min(3, cluster.brokers),
                              config=config_)
 
 
@@ -180,20 +184,13 @@ def _wait_high_watermark(bootstrap: str, topic: str, partition: int, above: int,
                          timeout: float) -> None:
     """Wait until the high watermark passes ``above``: every in-sync replica has it."""
     consumer = Consumer(config(bootstrap, **{"group.id": "deliverylab-recipe-hw"}))
-    try:
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                         timeout=5)
-            except KafkaException:  # a leader still catching up ("not caught up"): ask again
-                high = -1
-            if high > above:
-                return
-            if time.monotonic() > end:
-                raise RecipeFailed(f"offset {above} of {topic}/{partition} was not "
-                                   f"replicated to the whole ISR within {timeout:.0f}s")
-            time.sleep(0.05)
+    tp = TopicPartition(topic, partition)
+    try:  # a KafkaException is a leader still catching up ("not caught up"): ask again
+        ready.wait_until(f"offset {above} of {topic}/{partition} replicated to the whole ISR",
+                         lambda: consumer.get_watermark_offsets(tp, timeout=5)[1] > above,
+                         timeout, interval=0.05)
+    except ClusterNotReady as exc:
+        raise RecipeFailed(str(exc)) from None
     finally:
         consumer.close()
 
@@ -416,8 +413,8 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
     the result's own) holds them like any other run's faults.
     """
     acks_text = _acks_setting(acks)
-    if cluster.size < 3:
-        raise bad_value("cluster", f"{cluster.size} broker(s)",
+    if cluster.brokers < 3:
+        raise bad_value("cluster", f"{cluster.brokers} broker(s)",
                         "a cluster of at least 3 brokers (a leader and two followers)")
     _ensure_topic(cluster, topic, {"min.insync.replicas": 2})
     old_leader, replicas = _wait_isr_full(cluster, topic, 0, timeout)
@@ -580,8 +577,8 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
     ``history`` (or the result's own) holds them.
     """
     acks_text = _acks_setting(acks)
-    if cluster.size < 3:
-        raise bad_value("cluster", f"{cluster.size} broker(s)",
+    if cluster.brokers < 3:
+        raise bad_value("cluster", f"{cluster.brokers} broker(s)",
                         "a cluster of at least 3 brokers (a leader and two followers)")
     if not isinstance(count, int) or not 1 <= count <= 1000:
         raise bad_value("count", count, "a whole number from 1 to 1000")

@@ -22,6 +22,7 @@ from typing import Any
 import requests
 
 from ..errors import LabError
+from ..waiting import wait_until
 
 
 class CellFailed(LabError):
@@ -73,25 +74,23 @@ class Student:
     def wait_ready(self, timeout: float = 180.0) -> float:
         """Wait until the server answers; returns the seconds waited."""
         t0 = time.monotonic()
-        while True:
-            server = self.model().get("servers", {}).get("")
-            if server and server.get("ready"):
-                return time.monotonic() - t0
-            if time.monotonic() - t0 > timeout:
-                raise LabError(f"{self.name}'s server was not ready within {timeout:.0f} s "
-                               f"(its state: {server})")
-            time.sleep(0.5)
+        seen: list[Any] = [None]
+
+        def ready() -> bool:
+            seen[0] = self.model().get("servers", {}).get("")
+            return bool(seen[0] and seen[0].get("ready"))
+
+        wait_until(f"{self.name}'s server to be ready", ready, timeout, interval=0.5,
+                   explain=lambda: f" (its state: {seen[0]})")
+        return time.monotonic() - t0
 
     def stop_server(self, timeout: float = 120.0) -> None:
         self._hub("DELETE", f"/users/{self.name}/server", (202, 204, 400))
         self.wait_stopped(timeout)
 
     def wait_stopped(self, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.model().get("servers", {}).get(""):
-            if time.monotonic() > deadline:
-                raise LabError(f"{self.name}'s server did not stop within {timeout:.0f} s")
-            time.sleep(0.5)
+        wait_until(f"{self.name}'s server to stop",
+                   lambda: not self.model().get("servers", {}).get(""), timeout, interval=0.5)
 
     # --- the student's server ----------------------------------------------------------
 

@@ -28,13 +28,13 @@ import json
 import os
 import shutil
 import socket
-import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cluster import docker as dk
 from ..errors import LabError
+from ..waiting import wait_until
 
 if TYPE_CHECKING:
     from .hub import HubSettings
@@ -155,12 +155,9 @@ def remove_class(settings: HubSettings) -> list[str]:
     left = containers(settings)
     if left:  # one the engine is removing already makes `rm` fail: it is waited for below
         _docker("rm", "-f", "-v", *left, timeout=120, check=False)
-    deadline = time.monotonic() + 60
-    while still := containers(settings):
-        if time.monotonic() > deadline:
-            raise LabError(f"the class's containers {still} are still there 60 s after "
-                           "`docker rm -f`")
-        time.sleep(0.5)
+    wait_until("the class's containers to be gone after `docker rm -f`",
+               lambda: not containers(settings), 60, interval=0.5,
+               explain=lambda: f"; still there: {containers(settings)}")
     nets = networks(settings)
     for net in nets:
         _docker("network", "rm", net)

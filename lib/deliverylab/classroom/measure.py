@@ -25,8 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError, bad_value
+from ..errors import LabError, TimedOut, bad_value
 from ..runtime.profile import PROFILE_ENV
+from ..waiting import wait_until
 from . import stacks
 
 KB = 1024
@@ -282,9 +283,11 @@ def outlived(pids: Iterable[int], grace: float = 5.0) -> list[str]:
     ``pid name`` -- what a stopped stack must not leave."""
     import psutil
 
-    end = time.monotonic() + grace
-    while True:
-        left = []
+    pids = list(pids)
+    left: list[str] = []
+
+    def gone() -> bool:
+        left.clear()
         for pid in pids:
             try:
                 p = psutil.Process(pid)
@@ -292,9 +295,13 @@ def outlived(pids: Iterable[int], grace: float = 5.0) -> list[str]:
                     left.append(f"{pid} {p.name()}")
             except psutil.NoSuchProcess:
                 continue
-        if not left or time.monotonic() > end:
-            return left
-        time.sleep(0.2)
+        return not left
+
+    try:
+        wait_until("the processes to end", gone, grace, interval=0.2)
+    except TimedOut:  # the survivors are the answer: the caller names them
+        pass
+    return left
 
 
 # --- the parent: start children, sample them ---------------------------------------------
@@ -335,15 +342,13 @@ class Child:
                 self.events[event["event"]] = event
 
     def wait_for(self, event: str, timeout: float) -> dict[str, Any]:
-        end = time.monotonic() + timeout
-        while event not in self.events:
-            if (done := _exited(self.proc.pid)) is not None:
+        def alive() -> None:
+            if event not in self.events and (done := _exited(self.proc.pid)) is not None:
                 raise LabError(f"the child {self.name!r} exited ({done.si_status}) "
                                f"before '{event}'; its log: {self.log}")
-            if time.monotonic() > end:
-                raise LabError(f"the child {self.name!r} did not reach '{event}' within "
-                               f"{timeout:.0f} s; its log: {self.log}")
-            time.sleep(0.1)
+
+        wait_until(f"the child {self.name!r} to reach '{event}'", lambda: event in self.events,
+                   timeout, check=alive, interval=0.1, explain=lambda: f"; its log: {self.log}")
         return self.events[event]
 
     def wait(self, timeout: float) -> tuple[int, float, float]:
@@ -354,15 +359,15 @@ class Child:
         """
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
-        end = time.monotonic() + timeout
-        while _exited(self.proc.pid) is None and time.monotonic() < end:
-            time.sleep(0.1)
-        if _exited(self.proc.pid) is None:
+        try:
+            wait_until(f"the child {self.name!r} to end",
+                       lambda: _exited(self.proc.pid) is not None, timeout, interval=0.1)
+        except TimedOut:  # killed and reaped first, then named with its log
             self.proc.kill()
             self.proc.wait()
             self._log.close()
             raise LabError(f"the child {self.name!r} did not end within {timeout:.0f} s "
-                           f"(killed); its log: {self.log}")
+                           f"(killed); its log: {self.log}") from None
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not reap
         self._reader.join(timeout=10)

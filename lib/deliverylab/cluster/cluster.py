@@ -109,7 +109,7 @@ class Cluster:
             raise bad_value("backend", backend, " or ".join(map(repr, BACKENDS)))
         if base_port is not None and not (1024 <= base_port <= 65000):
             raise bad_value("base_port", base_port, "None or a port from 1024 to 65000")
-        self.size = brokers
+        self.brokers = brokers
         self.quorum_plan = kraft.plan(brokers)
         self.allow_quorum_loss = allow_quorum_loss
         self.backend_name = backend
@@ -142,7 +142,7 @@ class Cluster:
     @property
     def nodes(self) -> list[int]:
         """The brokers (what faults aim at and clients use)."""
-        return list(range(1, self.size + 1))
+        return list(range(1, self.brokers + 1))
 
     @property
     def processes(self) -> list[int]:
@@ -151,7 +151,7 @@ class Cluster:
 
     def _ports(self) -> list[int]:
         per_node = 5 if self.use_proxy else 3
-        count = per_node * self.size + len(self.quorum_plan.controller_only)
+        count = per_node * self.brokers + len(self.quorum_plan.controller_only)
         if self.base_port is None:
             return free_ports(count)
         ports = list(range(self.base_port, self.base_port + count))
@@ -221,7 +221,7 @@ class Cluster:
                 self.backend.launch(node_id)
                 self.states[node_id] = "up"
             self.start_phases["launch (spawn every node)"] = time.monotonic() - phase
-            ready.wait_ready(self.bootstrap_servers, self.size,
+            ready.wait_ready(self.bootstrap_servers, self.brokers,
                              ready.Deadline(self.ready_timeout), self._check_alive,
                              explain=self._why_stuck, phases=self.start_phases)
         except BaseException:
@@ -318,7 +318,7 @@ class Cluster:
 
     def __repr__(self) -> str:
         states = ", ".join(f"{n}:{s}" for n, s in self.status().items())
-        return f"<Cluster {self.size} node(s) {self.backend_name} [{states}]>"
+        return f"<Cluster {self.brokers} node(s) {self.backend_name} [{states}]>"
 
     # --------------------------------------------------------------- addresses
     @property
@@ -345,7 +345,7 @@ class Cluster:
 
     def _node(self, node: int) -> int:
         if node not in self.nodes:
-            raise bad_value("node", node, f"a node number from 1 to {self.size}")
+            raise bad_value("node", node, f"a node number from 1 to {self.brokers}")
         self._require_started()
         return node
 
@@ -385,7 +385,7 @@ class Cluster:
         plan = self.quorum_plan
         down = {v for v in plan.voters if self.status_of(v) != "up"} | self.partitioned
         after = down | {node}
-        if self.size == 1 or kraft.lost_by(plan, down) or not kraft.lost_by(plan, after):
+        if self.brokers == 1 or kraft.lost_by(plan, down) or not kraft.lost_by(plan, after):
             return  # nothing to fail over to, the quorum was already gone, or it survives
         voters = ",".join(map(str, plan.voters))
         gone = ",".join(map(str, sorted(after & set(plan.voters))))
@@ -575,9 +575,9 @@ class Cluster:
         if not isinstance(partitions, int) or partitions < 1:
             raise bad_value("partitions", partitions, "a whole number >= 1")
         rf = self.spec.replication if replication_factor is None else replication_factor
-        if not isinstance(rf, int) or not 1 <= rf <= self.size:
+        if not isinstance(rf, int) or not 1 <= rf <= self.brokers:
             raise bad_value("replication_factor", replication_factor,
-                            f"None or a whole number from 1 to {self.size}")
+                            f"None or a whole number from 1 to {self.brokers}")
         topic = NewTopic(name, partitions, rf,
                          config={k: str(v) for k, v in (config or {}).items()})
         try:

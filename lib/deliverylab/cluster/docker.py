@@ -42,8 +42,9 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import BrokerExited, LabError, PortTaken
+from ..errors import BrokerExited, LabError, PortTaken, TimedOut
 from ..runtime import jars
+from ..waiting import wait_until
 from .local import BROKER_JVM_OPTS, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
 from .properties import ClusterSpec, NodePorts, render, server_properties
 
@@ -346,16 +347,19 @@ class DockerBackend:
         self._states_at = 0.0
 
     def wait_stopped(self, node_id: int, stopped: bool, timeout: float = 5.0) -> bool:
-        """Wait until the container is frozen (``docker pause``) or thawed."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        """Wait until the container is frozen (``docker pause``) or thawed; False if it
+        is not running or did not get there in time (the caller names the fault)."""
+        def settled() -> tuple[bool] | None:
             state = self._inspect(0).get(node_id, {})
             if not state.get("Running"):
-                return False
-            if bool(state.get("Paused")) == stopped:
-                return True
-            time.sleep(0.05)
-        return False
+                return (False,)
+            return (True,) if bool(state.get("Paused")) == stopped else None
+
+        try:
+            return wait_until(f"container of node {node_id} {'paused' if stopped else 'resumed'}",
+                              settled, timeout, interval=0.05)[0]
+        except TimedOut:
+            return False
 
     def exit_code(self, node_id: int) -> int | None:
         """None while the container runs (paused included) or was never started.
@@ -370,12 +374,14 @@ class DockerBackend:
         return int(state.get("ExitCode", -1))
 
     def wait_exit(self, node_id: int, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if not self._inspect(0).get(node_id, {}).get("Running"):
-                return True
-            time.sleep(0.1)
-        return False
+        def exited() -> bool:
+            return not self._inspect(0).get(node_id, {}).get("Running")
+
+        try:
+            return wait_until(f"container of node {node_id} to exit", exited, timeout,
+                              interval=0.1)
+        except TimedOut:  # the bool is the answer: the caller kills it or goes on
+            return False
 
     # ---------------------------------------------------------------- network
     def partition(self, node_id: int) -> None:

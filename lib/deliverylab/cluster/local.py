@@ -21,11 +21,12 @@ from typing import IO
 
 import psutil
 
-from ..errors import BrokerExited, LabError
+from ..errors import BrokerExited, LabError, TimedOut
 from ..process.children import tail
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java
 from ..runtime.profile import current as current_profile
+from ..waiting import wait_until
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
 
 # Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
@@ -228,16 +229,19 @@ class LocalBackend:
         proc = self.procs.get(node_id)
         if proc is None:
             return False
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+
+        def settled() -> tuple[bool] | None:
             try:
                 state = psutil.Process(proc.pid).status()
             except psutil.NoSuchProcess:
-                return False
-            if (state == psutil.STATUS_STOPPED) == stopped:
-                return True
-            time.sleep(0.02)
-        return False
+                return (False,)
+            return (True,) if (state == psutil.STATUS_STOPPED) == stopped else None
+
+        try:
+            return wait_until(f"node {node_id} {'stopped' if stopped else 'running'}",
+                              settled, timeout, interval=0.02)[0]
+        except TimedOut:
+            return False
 
     def exit_code(self, node_id: int) -> int | None:
         """None while the process exists (running or paused)."""

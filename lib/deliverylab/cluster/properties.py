@@ -96,12 +96,12 @@ class ClusterSpec:
         return ",".join(roles)
 
     @property
-    def size(self) -> int:
+    def brokers(self) -> int:
         return len(self.nodes)
 
     @property
     def replication(self) -> int:
-        return min(3, self.size)
+        return min(3, self.brokers)
 
 
 def voters(spec: ClusterSpec) -> str:

@@ -32,60 +32,31 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
+from .. import waiting
 from ..clients import config
 from ..errors import ClusterNotReady
+from ..waiting import Deadline
 
 READY_TOPIC = "__lab_ready"
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 
-class Deadline:
-    """One timeout shared by all steps, so ``ready_timeout`` means what it says."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def left(self, cap: float = 30.0) -> float:
-        return max(0.1, min(cap, self.end - time.monotonic()))
-
-    def expired(self) -> bool:
-        return time.monotonic() >= self.end
-
-
 def wait_until(what: str, probe: Callable[[], object], deadline: Deadline | float,
                check: Callable[[], None] = lambda: None, interval: float = 0.25,
                explain: Callable[[], str] | None = None) -> object:
-    """Poll ``probe`` until it returns something truthy, and return that.
+    """The package's one wait (:func:`deliverylab.waiting.wait_until`) as a cluster's
+    waits use it: start-up steps, failovers, ISR recovery, restarts.
 
-    The one wait of the package: start-up steps, failovers, ISR recovery, restarts.
-    ``what`` names the awaited condition (``"a leader of t/0 other than 1"``); the
-    timeout's message says it, so a stuck failover is not reported as a start-up
-    problem. ``deadline`` is a :class:`Deadline` shared by several waits, or seconds.
-    ``check`` raises if a node died. ``explain`` is asked only on timeout, for the
-    cause when there is one to name (e.g. the controller quorum has no leader): it
-    returns ``""`` or text starting with ``;``.
+    A ``KafkaException`` from ``probe`` means "the cluster is not there yet" (asked
+    again, named on timeout), and the timeout is :class:`ClusterNotReady`, which callers
+    of the cluster catch. ``explain`` gives the cause when there is one to name (e.g.
+    the controller quorum has no leader).
     """
-    if not isinstance(deadline, Deadline):
-        deadline = Deadline(deadline)
-    last_error: Exception | None = None
-    while True:
-        check()
-        try:
-            result = probe()
-            if result:
-                return result
-        except KafkaException as exc:  # the cluster is not there yet
-            last_error = exc
-        if deadline.expired():
-            why = f" (last error: {last_error})" if last_error else ""
-            cause = explain() if explain is not None else ""
-            raise ClusterNotReady(f"timed out after {deadline.seconds:.0f}s waiting for "
-                                  f"{what}{why}{cause}")
-        time.sleep(interval)
+    return waiting.wait_until(what, probe, deadline, check, interval, explain,
+                              retry=(KafkaException,), error=ClusterNotReady)
 
 
-def wait_ready(bootstrap: str, size: int, deadline: Deadline,
+def wait_ready(bootstrap: str, brokers: int, deadline: Deadline,
                check: Callable[[], None], explain: Callable[[], str] | None = None,
                phases: dict[str, float] | None = None) -> None:
     """Every step of the module docstring, in order, within one deadline.
@@ -93,7 +64,7 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
     ``phases``, if given, receives the seconds each step took (keyed by its name).
     """
     admin = AdminClient(config(bootstrap))
-    rf = min(3, size)
+    rf = min(3, brokers)
 
     def step(what: str, probe: Callable[[], object]) -> None:
         t0 = time.monotonic()
@@ -105,9 +76,9 @@ def wait_ready(bootstrap: str, size: int, deadline: Deadline,
             phases[f"ready: {what.split(' (')[0][:40]}"] = time.monotonic() - t0
 
     def all_brokers() -> bool:
-        return len(admin.list_topics(timeout=deadline.left(5)).brokers) == size
+        return len(admin.list_topics(timeout=deadline.left(5)).brokers) == brokers
 
-    step(f"all {size} brokers registered in the metadata", all_brokers)
+    step(f"all {brokers} brokers registered in the metadata", all_brokers)
 
     token = uuid.uuid4().hex
 

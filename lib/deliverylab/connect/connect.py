@@ -27,21 +27,32 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psutil
 import requests
 
 from ..cluster import ready
 from ..cluster.local import SIGNALS
-from ..errors import LabError, bad_value
+from ..cluster.properties import ClusterSpec
+from ..errors import LabError, TimedOut, bad_value
 from ..process.children import Children, tail
 from ..process.ports import free_ports
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java
+from ..waiting import wait_until
 
-if TYPE_CHECKING:
-    from ..cluster import Cluster
+
+class Cluster(Protocol):
+    """What Connect needs of the Kafka cluster it runs on (``cluster.Cluster``, which
+    starts it): named here so the two modules do not import each other."""
+
+    @property
+    def workdir(self) -> Path: ...
+    @property
+    def direct_bootstrap_servers(self) -> str: ...
+    @property
+    def spec(self) -> ClusterSpec | None: ...
 
 # Workers are small: one file connector, one task, a few thousand short records.
 # SerialGC and a capped heap keep two workers beside three brokers and Spark.
@@ -411,14 +422,18 @@ class Connect:
         A 4xx other than 409 (and 404 "No status found", which a worker says until it
         has read the status topic) raises at once with Connect's own message.
         """
-        deadline = time.monotonic() + timeout
         last = ""
-        while True:
+        asked: list[Worker] = []
+
+        def answer() -> tuple[Any] | None:
+            """The decoded answer in a 1-tuple (it may be None), or None to ask again."""
+            nonlocal last
             targets = ([self.worker(worker)] if worker is not None else
                        [w for w in self.workers if self.status_of(w.index) == "up"])
             if not targets:
                 raise ConnectError(f"{method} {path}: no Connect worker is running "
                                    "(restart one: connect.restart(1))")
+            asked[:] = targets
             for w in targets:
                 try:
                     resp = self.session.request(method, w.url + path, json=body,
@@ -427,7 +442,7 @@ class Connect:
                     last = f"worker {w.index}: {type(exc).__name__}"
                     continue
                 if resp.status_code < 300:
-                    return resp.json() if resp.content else None
+                    return (resp.json() if resp.content else None,)
                 try:
                     message = resp.json().get("message", resp.text)
                 except ValueError:
@@ -439,10 +454,14 @@ class Connect:
                         resp.status_code == 404 and "No status found" in message):
                     raise ConnectError(f"{method} {path} refused: HTTP {resp.status_code} "
                                        f"{message}")
-            if time.monotonic() >= deadline:
-                raise ConnectError(f"{method} {path} got no answer within {timeout:g} s "
-                                   f"(last: {last})", log=targets[0].log_path)
-            time.sleep(0.5)
+            return None
+
+        try:
+            return wait_until(f"an answer to {method} {path}", answer, timeout,
+                              interval=0.5)[0]
+        except TimedOut:
+            raise ConnectError(f"{method} {path} got no answer within {timeout:g} s "
+                               f"(last: {last})", log=asked[0].log_path) from None
 
     def create(self, name: str, config: dict[str, str]) -> dict:
         """Create (or reconfigure) connector ``name``."""
@@ -542,18 +561,21 @@ def _wait_process_state(w: Worker, stopped: bool, timeout: float = 5.0) -> None:
     want = "stopped (SIGSTOP)" if stopped else "running again (SIGCONT)"
     if w.proc is None:
         raise ConnectError(f"worker {w.index} has no process to be {want}")
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    pid = w.proc.pid
+
+    def there() -> bool:
         try:
-            state = psutil.Process(w.proc.pid).status()
+            state = psutil.Process(pid).status()
         except psutil.NoSuchProcess:
             state = None
         if state is None or state == psutil.STATUS_ZOMBIE:
             raise ConnectError(f"worker {w.index} exited before it was {want}",
                                log=w.log_path, log_tail=tail(w.log_path, 15))
-        if (state == psutil.STATUS_STOPPED) == stopped:
-            return
-        time.sleep(0.02)
-    raise ConnectError(f"worker {w.index} was not {want} within {timeout:g} s",
-                       log=w.log_path, log_tail=tail(w.log_path, 15))
+        return (state == psutil.STATUS_STOPPED) == stopped
+
+    try:
+        wait_until(f"worker {w.index} {want}", there, timeout, interval=0.02)
+    except TimedOut:
+        raise ConnectError(f"worker {w.index} was not {want} within {timeout:g} s",
+                           log=w.log_path, log_tail=tail(w.log_path, 15)) from None
 

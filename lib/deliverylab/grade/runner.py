@@ -214,7 +214,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     t0 = time.monotonic()
     tag = f"grade{exercise.id}-{fault}-{seed}-{uuid.uuid4().hex[:6]}"
     source, sink, group = f"in-{tag}", f"out-{tag}", f"{tag}-group"
-    topic_config = {"min.insync.replicas": min(2, cluster.size)}
+    topic_config = {"min.insync.replicas": min(2, cluster.brokers)}
     for name in (source, sink):
         cluster.create_topic(name, partitions=3, config=topic_config)
     history = History()

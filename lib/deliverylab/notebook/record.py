@@ -14,12 +14,42 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from ..history import History
 
-if TYPE_CHECKING:
-    from .widgets import FaultPanel, Press
+
+class Panel(Protocol):
+    """What a record reads of a ``widgets.FaultPanel``, named here because the panel
+    imports this module (it records itself), not the other way round."""
+
+    @property
+    def model_id(self) -> str: ...
+    @property
+    def title_text(self) -> str: ...
+    @property
+    def specs(self) -> Mapping[str, Any]: ...
+    @property
+    def absent(self) -> Mapping[str, str]: ...
+    @property
+    def status_text(self) -> str: ...
+    @property
+    def status(self) -> Any: ...  # a widget with the status as HTML in ``value``
+    @property
+    def current_history(self) -> History | None: ...
+
+
+class PanelPress(Protocol):
+    """What a record reads of a ``widgets.Press``."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def ok(self) -> bool: ...
+    def line(self) -> str: ...
 
 #: Environment variable naming a JSON-lines file where every panel of the process
 #: records itself and, after each press, what it then showed (headless runs: see
@@ -54,7 +84,7 @@ def history_excerpt(history: History | None, count: int = EXCERPT_OPS) -> list[s
     return [op_line(op) for op in ops[-count:]]
 
 
-def record_panel(panel: FaultPanel, event: str, press: Press | None = None) -> None:
+def record_panel(panel: Panel, event: str, press: PanelPress | None = None) -> None:
     """Append what ``panel`` shows now to the file ``$DELIVERYLAB_PANEL_RECORD`` names.
 
     Why: a headless run presses the buttons, but nobody renders the widgets, and a

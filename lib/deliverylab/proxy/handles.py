@@ -12,14 +12,10 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import LabError, bad_value
 from .framing import RequestHeader, api_key, api_name
-
-if TYPE_CHECKING:
-    from .proxy import Proxy
-
 
 _ids = itertools.count(1)  # fault handles, as the proxy process knows them
 
@@ -60,7 +56,16 @@ class FaultHandle:
             self._child.tell(self._cancel_verb, self._id)
 
 
-def _proxy_of(held: HeldRequest) -> Proxy:
+class HoldingProxy(Protocol):
+    """What a held request needs of the proxy that holds it (``proxy.Proxy``), named
+    here so the handles, which the proxy imports, need not import it back."""
+
+    def _release(self, held: HeldRequest) -> str: ...
+
+    def _inject(self, held: HeldRequest, timeout: float) -> None: ...
+
+
+def _proxy_of(held: HeldRequest) -> HoldingProxy:
     if held.proxy is None:
         raise LabError("the proxy that held this request is gone (stopped and dropped)")
     return held.proxy
@@ -70,7 +75,7 @@ def _proxy_of(held: HeldRequest) -> Proxy:
 class HeldRequest:
     """One request a :class:`Hold` kept from the broker: its header and whole frame."""
 
-    proxy: Proxy | None  # None: the proxy was dropped meanwhile
+    proxy: HoldingProxy | None  # None: the proxy was dropped meanwhile
     head: RequestHeader
     frame: bytes
     hold: Hold

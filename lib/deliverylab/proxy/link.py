@@ -13,7 +13,7 @@ import asyncio
 import socket
 import struct
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .framing import (
     ERROR_PEEK,
@@ -28,8 +28,51 @@ from .framing import (
     parse_response_error,
 )
 
-if TYPE_CHECKING:
-    from .engine import Engine, Held, HoldState, Loss
+# What a link needs of the engine that made it (``engine.Engine`` and its budgets),
+# named here: the engine imports the links, and a link reads the engine's fault state
+# and reports counts back, so these shapes are the whole of that back-and-forth.
+
+class Loss(Protocol):
+    """An ``AckLoss`` budget (``engine.Loss``): a chosen response is dropped."""
+
+    def _unchoose(self) -> None: ...
+    def _fired(self, proxy: str, cid: int) -> None: ...
+
+
+class Held(Protocol):
+    """A request a hold kept (``engine.Held``)."""
+
+    head: RequestHeader
+
+    def mark(self, how: str) -> None: ...
+
+
+class HoldState(Protocol):
+    """A ``Hold`` budget (``engine.HoldState``): keeps the chosen request."""
+
+    def _unchoose(self) -> None: ...
+    def _keep(self, proxy: Any, link: _Link, head: RequestHeader, frame: bytes) -> None: ...
+
+
+class Engine(Protocol):
+    """One proxy inside the proxy process (``engine.Engine``): its loop, its faults,
+    its counters."""
+
+    name: str
+    target_host: str
+    target_port: int
+    _loop: asyncio.AbstractEventLoop
+    _links: set[_Link]
+    _holds: list[Any]
+    _delays: dict[str, float]
+    _blackholed: bool
+    _acks_dropped: int
+
+    def _choose(self, head: RequestHeader) -> Loss | None: ...
+    def _choose_hold(self, head: RequestHeader) -> HoldState | None: ...
+    async def _send_alone(self, held: Any) -> None: ...
+    def _count_request(self, key: int, size: int) -> None: ...
+    def _count_response(self, key: int, size: int) -> None: ...
 
 
 class _Side(asyncio.Protocol):

@@ -34,13 +34,13 @@ import struct
 import subprocess
 import tempfile
 import threading
-import time
 import weakref
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError, bad_value
+from ..errors import LabError, TimedOut, bad_value
 from ..process.children import child_env, python_module
+from ..waiting import wait_until
 from .framing import DIRECTIONS, api_key
 from .handles import FaultHandle, HeldRequest, Hold
 
@@ -449,10 +449,10 @@ class Proxy:
         return self._call("requests", api_key(api))
 
     def wait_requests(self, api: str | int, count: int, timeout: float = 10.0) -> bool:
-        """Poll until ``count`` requests of ``api`` were forwarded; False on timeout."""
-        end = time.monotonic() + timeout
-        while self.requests(api) < count:
-            if time.monotonic() >= end:
-                return False
-            time.sleep(0.01)
-        return True
+        """Poll until ``count`` requests of ``api`` were forwarded; False on timeout (the
+        recipes ask whether a client got that far, and say so when it did not)."""
+        try:
+            return wait_until(f"{count} {api} requests through the proxy",
+                              lambda: self.requests(api) >= count, timeout, interval=0.01)
+        except TimedOut:
+            return False

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ..cluster.ready import wait_until
 from ..errors import LabError, bad_value
 from ..process.children import Children
+from ..waiting import wait_until
 
 #: The tables, one set shared by every run (``run`` tells the runs apart, so Spark reads
 #: one table per kind). ``rows`` is the side effect; ``processed`` the idempotent

@@ -24,9 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from ..cluster.ready import wait_until
 from ..errors import LabError
 from ..process.children import Children, child_env, python_module
+from ..waiting import wait_until
 
 #: The header carrying the caller's idempotency key (the common name, as in Stripe's API).
 KEY_HEADER = "Idempotency-Key"

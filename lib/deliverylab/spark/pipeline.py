@@ -38,6 +38,7 @@ from ..clients import bootstrap_of
 from ..errors import LabError, bad_value
 from ..history import History, Op
 from ..process.children import Children, child_env, python_module, tail
+from ..waiting import wait_until
 from . import sinks
 from .query import (
     MAX_OFFSETS,
@@ -275,17 +276,17 @@ class SparkPipeline:
             child = children.start(f"the child driver {spec.process}",
                                    python_module("spark.driver", spec.to_json()), log_path,
                                    env=child_env())
-            end = time.monotonic() + timeout
             parked = spec.parked_path(spec.crash_at)
-            while not parked.exists():
-                if child.poll() is not None:
+
+            def alive() -> None:
+                if child.poll() is not None and not parked.exists():
                     raise LabError(f"the child driver {spec.process} exited "
                                    f"({child.returncode}) before batch {spec.crash_at} "
                                    f"was written; its log: {log_path}\n{tail(log_path)}")
-                if time.monotonic() > end:
-                    raise LabError(f"the child driver {spec.process} did not reach batch "
-                                   f"{spec.crash_at} within {timeout:.0f} s; log: {log_path}")
-                time.sleep(0.2)
+
+            wait_until(f"the child driver {spec.process} to reach batch {spec.crash_at}",
+                       parked.exists, timeout, check=alive, interval=0.2,
+                       explain=lambda: f"; log: {log_path}")
             children.kill(child)
         finally:
             for proc, _, _ in list(children.procs.values()):

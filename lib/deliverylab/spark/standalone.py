@@ -14,13 +14,13 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from ..errors import LabError, bad_value
 from ..process.children import Children
 from ..process.ports import free_ports
 from ..runtime.java import java_home
+from ..waiting import wait_until
 
 
 class SparkStandalone:
@@ -78,21 +78,19 @@ class SparkStandalone:
 
     def _wait(self, timeout: float) -> None:
         """Ready when every worker's log says it registered with the master."""
-        end = time.monotonic() + timeout
-        while True:
+        def alive() -> None:
             for proc in self.procs:
                 if proc.poll() is not None:
                     raise LabError(f"a Spark standalone process exited ({proc.returncode}); "
                                    f"logs in {self.workdir}")
-            registered = sum(
-                "Successfully registered with master" in p.read_text(errors="replace")
-                for p in self.workdir.glob("worker-*.log"))
-            if registered == self.workers:
-                return
-            if time.monotonic() > end:
-                raise LabError(f"{registered} of {self.workers} Spark workers registered "
-                               f"within {timeout:.0f} s; logs in {self.workdir}")
-            time.sleep(0.5)
+
+        def registered() -> int:
+            return sum("Successfully registered with master" in p.read_text(errors="replace")
+                       for p in self.workdir.glob("worker-*.log"))
+
+        wait_until(f"{self.workers} Spark workers registered with the master",
+                   lambda: registered() == self.workers, timeout, check=alive, interval=0.5,
+                   explain=lambda: f"; {registered()} registered; logs in {self.workdir}")
 
     def stop(self) -> None:
         """SIGTERM every process group (workers first), SIGKILL what outlives 15 s, then

@@ -80,7 +80,7 @@ def test_failover_and_quorum_at_every_size(sized, topic_name):
     when done, waits say the quorum has no leader rather than timing out blindly."""
     cluster = sized
     plan = cluster.quorum_plan
-    cluster.create_topic(topic_name, partitions=1, replication_factor=min(3, cluster.size))
+    cluster.create_topic(topic_name, partitions=1, replication_factor=min(3, cluster.brokers))
     before = cluster.status()
     assert set(before.values()) == {"up"}
     controller = before.quorum.leader
@@ -89,7 +89,7 @@ def test_failover_and_quorum_at_every_size(sized, topic_name):
     assert with_quorum(cluster, "x", "<div></div>")[0].endswith(f"controller {controller}")
     old = cluster.leader(topic_name, 0)
     cluster.kill(old)
-    if cluster.size == 1:
+    if cluster.brokers == 1:
         with pytest.raises(ClusterNotReady) as err:
             cluster.wait_leader(topic_name, 0, timeout=3)
         assert "waiting for a leader of" in str(err.value)

@@ -96,3 +96,16 @@ def test_zombies_raise_a_run_s_error_in_the_caller_and_refuse_bad_input(tmp_path
     same = object()
     with pytest.raises(BadValue, match="^connects="):
         _Zombies(tmp_path).zombies(same, same)
+
+
+def test_wait_count_raises_naming_the_count_it_saw_never_reads_on() -> None:
+    # A count short of the prediction is an error that says how short, not a note
+    # beside a read-back the chapter would go on to compare.
+    from deliverylab.errors import TimedOut
+
+    runs = SimpleNamespace(count=lambda topic, isolation: 7)
+    with pytest.raises(TimedOut, match=r"waiting for 10 records of t under read_committed; "
+                       r"7 records there") as err:
+        Runs.wait_count(runs, "t", "read_committed", 10, 0.01)
+    assert err.value.last_seen == "7 records there"
+    assert Runs.wait_count(runs, "t", "read_committed", 7, 0.01) == 7

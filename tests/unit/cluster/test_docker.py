@@ -42,3 +42,29 @@ def test_auto_with_an_engine_asks_for_the_image(monkeypatch, present, expected):
 def test_a_backend_that_does_not_exist_is_one_line():
     with pytest.raises(BadValue, match="'local' or 'docker' or 'auto'"):
         Cluster(brokers=1, backend="podman")
+
+
+def _backend_seeing(*states: dict) -> dk.DockerBackend:
+    """A backend whose ``docker inspect`` of node 1 answers ``states`` in turn."""
+    backend = object.__new__(dk.DockerBackend)
+    answers = iter(states)
+    last: list[dict] = [{}]
+
+    def inspect(max_age: float = 0.2) -> dict[int, dict]:
+        last[0] = next(answers, last[0])
+        return {1: last[0]}
+
+    backend._inspect = inspect  # type: ignore[method-assign]
+    return backend
+
+
+def test_wait_stopped_answers_true_once_paused_and_false_for_a_dead_container_or_time():
+    running, paused = {"Running": True, "Paused": False}, {"Running": True, "Paused": True}
+    assert _backend_seeing(running, running, paused).wait_stopped(1, True, timeout=5)
+    assert not _backend_seeing(running, {"Running": False}).wait_stopped(1, True, timeout=5)
+    assert not _backend_seeing(running).wait_stopped(1, True, timeout=0.1)
+
+
+def test_wait_exit_answers_whether_the_container_stopped_in_time():
+    assert _backend_seeing({"Running": True}, {"Running": False}).wait_exit(1, timeout=5)
+    assert not _backend_seeing({"Running": True}).wait_exit(1, timeout=0.2)

@@ -82,3 +82,18 @@ def _raise(message: str):
     def check() -> None:
         raise RuntimeError(message)
     return check
+
+
+def test_the_cluster_s_wait_asks_again_after_a_kafka_error_and_raises_cluster_not_ready():
+    from confluent_kafka import KafkaError, KafkaException
+
+    from deliverylab.cluster.ready import wait_until
+    from deliverylab.errors import TimedOut
+
+    def probe() -> None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker down"))
+
+    with pytest.raises(ClusterNotReady, match=r"waiting for a leader \(last error: .*broker "
+                       r"down") as err:
+        wait_until("a leader", probe, 0.03, interval=0.01)
+    assert isinstance(err.value, TimedOut)
