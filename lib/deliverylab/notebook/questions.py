@@ -182,18 +182,26 @@ def moved_partitions(before: Mapping[int, int], after: Mapping[int, int]) -> lis
 
 def lost_phases(history: History, topic: str, in_log: Iterable[str]) -> list[str]:
     """01: when the acknowledged values missing from ``in_log`` were acknowledged:
-    before the followers were paused, while they were, or after the leader's kill."""
+    before the followers were paused, while they were (by the old leader), or by the
+    new leader after the kill.
+
+    The kill's op is stamped as it starts, and the old leader may still acknowledge
+    while its SIGKILL is on its way; so "after the kill" starts with the first
+    acknowledgement after it whose value the log holds: the new leader's."""
     faults = {op.fault: op.time for op in reversed(history.faults())}
     if "pause_followers" not in faults or "kill_leader" not in faults:
         raise LabError("this run has no pause_followers and kill_leader faults: the "
                        "question is about the isolate_leader run")
     kept = set(in_log)
+    acked = [op for op in history.snapshot()
+             if op.kind == "send" and op.outcome == "ok" and op.topic == topic]
+    new_leader = min((op.time for op in acked if op.time >= faults["kill_leader"]
+                      and all(v in kept for v in op.values)), default=float("inf"))
     phases = set()
-    for op in history.snapshot():
-        if op.kind == "send" and op.outcome == "ok" and op.topic == topic and any(
-                v not in kept for v in op.values):
+    for op in acked:
+        if any(v not in kept for v in op.values):
             phases.add("before_pause" if op.time < faults["pause_followers"] else
-                       "while_paused" if op.time <= faults["kill_leader"] else "after_kill")
+                       "while_paused" if op.time < new_leader else "after_kill")
     return [p for p in ("before_pause", "while_paused", "after_kill") if p in phases]
 
 

@@ -39,12 +39,14 @@ def test_lost_phases_place_each_lost_value_by_when_it_was_acknowledged():
     _send(h, "producer-0:1", 2.5)
     _send(h, "producer-0:2", 2.6)
     h.record("nemesis", "fault", "info", fault="kill_leader", time=3.0)
-    _send(h, "producer-0:3", 4.0)
-    in_log = {"producer-0:0", "producer-0:2", "producer-0:3"}
+    _send(h, "producer-0:3", 3.01)  # the old leader, its SIGKILL on the way
+    _send(h, "producer-0:4", 4.0)  # the new leader's first acknowledgement
+    _send(h, "producer-0:5", 4.1)
+    in_log = {"producer-0:0", "producer-0:2", "producer-0:4", "producer-0:5"}
     assert questions.lost_phases(h, "t", in_log) == ["while_paused"]
-    assert questions.lost_phases(h, "t", set()) == ["before_pause", "while_paused",
-                                                    "after_kill"]
-    assert questions.lost_phases(h, "t", in_log | {"producer-0:1"}) == []
+    assert questions.lost_phases(h, "t", in_log - {"producer-0:0", "producer-0:5"}) == [
+        "before_pause", "while_paused", "after_kill"]
+    assert questions.lost_phases(h, "t", in_log | {"producer-0:1", "producer-0:3"}) == []
     with pytest.raises(LabError, match="no pause_followers and kill_leader"):
         questions.lost_phases(History(), "t", set())
 
