@@ -42,6 +42,11 @@ KINDS = ("number", "choice", "set")
 class PredictionMissing(LabError):
     """A reveal (or the run it reveals) was asked for before a prediction was committed."""
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: the refusal is one line, and a
+        student who skipped the widget needs no stack to act on it."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 @dataclass(frozen=True)
 class Question:

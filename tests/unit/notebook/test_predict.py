@@ -32,6 +32,7 @@ def test_a_reveal_refuses_in_one_line_until_a_prediction_is_committed():
     assert "commit your prediction first" in str(refused.value)
     assert "-p predict_replayed" in str(refused.value)
     assert not p.revealed
+    assert refused.value._render_traceback_() == [f"PredictionMissing: {refused.value}"]
 
 
 def test_a_parameter_commits_at_once_and_locks_the_widget():
