@@ -59,6 +59,9 @@ class Chapter:
         self.checks: list[Check] = []
         #: each revealed prediction beside its outcome (``predict.Reveal.to_dict``).
         self.predictions: list[dict[str, Any]] = []
+        #: the chapter's prediction widgets by question name (``questions.predict``): a
+        #: committed prediction is not asked again when its cell runs again.
+        self.asked: dict[str, Any] = {}
         self.t0 = time.monotonic()
 
     def observe(self, **counts: Any) -> dict[str, Any]:

@@ -168,8 +168,16 @@ def question(chapter: str, short: str) -> Question:
 def predict(chapter: Chapter, short: str, value: Any = None,
             choices: Iterable[Any] | None = None) -> Prediction:
     """The widget for ``chapter``'s question ``short``, bound to the chapter so that its
-    reveal lands in the results file; ``value`` (the papermill parameter) commits it."""
-    return Prediction(question(chapter.name, short), value, chapter=chapter, choices=choices)
+    reveal lands in the results file; ``value`` (the papermill parameter) commits it.
+
+    Once committed, running the cell again shows the same, locked prediction: a
+    prediction changed after the run is no longer a prediction."""
+    q = question(chapter.name, short)
+    earlier = chapter.asked.get(q.name)
+    if earlier is not None and earlier.committed:
+        return earlier
+    chapter.asked[q.name] = Prediction(q, value, chapter=chapter, choices=choices)
+    return chapter.asked[q.name]
 
 
 # --- outcomes, from each run's evidence ----------------------------------------------------

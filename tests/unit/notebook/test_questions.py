@@ -24,6 +24,15 @@ def test_predict_binds_the_question_to_the_chapter():
     assert p.question.name == "09_epoch" and p.chapter is ch and p.value == "same"
 
 
+def test_a_committed_prediction_is_not_asked_again_when_its_cell_runs_again():
+    ch = Chapter("05_spark_pipeline", "claim")
+    first = questions.predict(ch, "replayed")
+    assert questions.predict(ch, "replayed") is not first  # nothing committed: asked anew
+    second = questions.predict(ch, "replayed")
+    second.commit(10)
+    assert questions.predict(ch, "replayed") is second and second.value == 10
+
+
 def test_moved_partitions_are_those_whose_leader_changed():
     assert questions.moved_partitions({0: 1, 1: 2, 2: 1}, {0: 3, 1: 2, 2: 2}) == [0, 2]
 
