@@ -280,8 +280,9 @@ class Reveal:
     def _lines(self) -> list[tuple[str, str]]:
         return [("you predicted", _words(self.question, self.predicted)),
                 ("what happened", _words(self.question, self.actual)),
-                ("verdict", ("right" if self.right else
-                             f"{self.parts_right} of {self.parts_total} part(s) right"))]
+                ("verdict", "right" if self.right else "not what happened"
+                 if self.parts_total == 1 else
+                 f"{self.parts_right} of {self.parts_total} parts right")]
 
     def _repr_markdown_(self) -> str:
         rows = "\n".join(f"| {a} | {b} |" for a, b in self._lines())

@@ -85,6 +85,8 @@ def test_a_number_says_how_far_off_and_gives_the_concept():
     assert not wrong.right and wrong.parts == [("the number",
                                                 "the run gave 5 more than you said")]
     assert "The idea: offsets/N." in str(wrong)
+    assert "verdict: not what happened" in str(wrong)
+    assert "verdict: 2 of 4 parts right" in str(compare(SET, [0, 1], [0, 2], choices=range(4)))
     assert compare(NUMBER, 10, 10).right
     assert compare(Question("x_y", "?", "number", tolerance=1), 9, 10).right
 
