@@ -160,8 +160,10 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         lab.remember_tree()
         kernels = [p for p in lab.seen.values() if "ipykernel_launcher" in _cmdline(p)]
         assert kernels, "no kernel process under JupyterLab"
-        venv_bin = str(Path(sys.executable).parent)
-        assert all(_cmdline(p)[0].startswith(venv_bin) for p in kernels), \
+        # Folders compared resolved: a worktree's .venv may be a link to another's.
+        venv_bin = os.path.realpath(Path(sys.executable).parent)
+        assert all(os.path.realpath(Path(_cmdline(p)[0]).parent) == venv_bin
+                   for p in kernels), \
             f"the kernel is not the project's venv: {[_cmdline(p)[0] for p in kernels]}"
         before = _status(page)
         assert re.search(r"broker 1: up.*broker 2: up.*broker 3: up", before), before
