@@ -130,7 +130,7 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
 
         # Run everything up to the press: cluster, Spark, first batch, the panel and the
         # prediction's widget.
-        _select(page, "moved.require()")
+        _select(page, "moved_guess.require()")
         _run_menu(page, "Run All Above Selected Cell")
         panel = page.locator(".dl-fault-panel")
         panel.wait_for(timeout=budget.ms())  # cluster + Spark: the long part
@@ -140,14 +140,15 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         assert "not committed yet" in widget.inner_text()
 
         # The press cell refuses, in one line, until a prediction is committed.
-        _select(page, "moved.require()")
+        _select(page, "moved_guess.require()")
         _run_menu(page, "Run Selected Cell")
-        refusal = _cell(page, "moved.require()").locator(".jp-OutputArea-output")
+        refusal = _cell(page, "moved_guess.require()").locator(".jp-OutputArea-output")
         refusal.filter(has_text="commit your prediction first").wait_for(
             timeout=budget.ms(30))
         assert refusal.inner_text().strip().count("\n") == 0, refusal.inner_text()
         assert refusal.inner_text().startswith("PredictionMissing: "), refusal.inner_text()
-        _shot(page, artifacts, "0-refused-before-a-prediction", _cell(page, "moved.require()"))
+        _shot(page, artifacts, "0-refused-before-a-prediction",
+              _cell(page, "moved_guess.require()"))
 
         # The student predicts: partition 0 only, and commits.
         widget.locator(".dl-prediction-item", has_text="partition 0").locator(
@@ -191,7 +192,7 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
 
         # The rest of the chapter, from the press cell (now it runs): produce again,
         # evidence, the reveal, the claim, stop.
-        _select(page, "moved.require()")
+        _select(page, "moved_guess.require()")
         _run_menu(page, "Run Selected Cell and All Below")
         _cell(page, "cluster.stop()").locator(".jp-OutputArea-output").filter(
             has_text="stopped").wait_for(timeout=budget.ms())
@@ -204,7 +205,7 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         _shot(page, artifacts, "3-evidence", evidence)
         moved = sorted(int(p) for p in re.findall(r"partition (\d+): leader \d+ -> \d+ \(moved\)",
                                                  text))
-        revealed = _cell(page, "dl.reveal(moved").locator(".jp-OutputArea").inner_text()
+        revealed = _cell(page, "dl.reveal(moved_guess").locator(".jp-OutputArea").inner_text()
         assert "Your prediction, beside the run" in revealed, revealed
         assert re.search(r"you predicted\s+partition 0\b", revealed), revealed
         assert re.search(r"what happened\s+" + ", ".join(f"partition {p}" for p in moved),
@@ -212,7 +213,7 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         assert ("verdict\tright" in revealed or "verdict right" in revealed) == (moved == [0]), \
             revealed
         assert "The idea." in revealed, revealed
-        _shot(page, artifacts, "3-prediction-revealed", _cell(page, "dl.reveal(moved"))
+        _shot(page, artifacts, "3-prediction-revealed", _cell(page, "dl.reveal(moved_guess"))
         plot = _cell(page, "plots.timeline").locator(".jp-OutputArea-output img")
         assert plot.count() == 1, "the timeline plot did not render"
         _shot(page, artifacts, "4-timeline", _cell(page, "plots.timeline"))
