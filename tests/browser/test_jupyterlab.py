@@ -3,7 +3,9 @@
 What only a browser can show: that the chapter runs in the kernel JupyterLab picks (the
 project's venv), that the FaultPanel *renders* (ipywidgets' frontend extension is
 there), and that a click on the rendered button reaches the kernel, breaks the real
-cluster, and changes both the status line and the evidence the next cells print.
+cluster, and changes both the status line and the evidence the next cells print. And
+the prediction: its widget renders, the run refuses in one line before a commit, the
+student's ticks and Commit reach the kernel, and the reveal shows it beside the run.
 
 The copy of the chapter gets ``faults = []``: the schedule stays empty, the click is
 the student's. Screenshots land in ``test-artifacts/``.
@@ -126,17 +128,43 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
                                timeout=budget.ms(60))
 
-        # Run everything up to "produce again": cluster, Spark, first batch, the panel.
-        _select(page, "waiting for a live leader")
+        # Run everything up to the press: cluster, Spark, first batch, the panel and the
+        # prediction's widget.
+        _select(page, "moved_guess.require()")
         _run_menu(page, "Run All Above Selected Cell")
         panel = page.locator(".dl-fault-panel")
         panel.wait_for(timeout=budget.ms())  # cluster + Spark: the long part
         _wait_cells_done(page, budget.ms(60))
+        widget = page.locator(".dl-prediction")
+        widget.wait_for(timeout=budget.ms(30))
+        assert "not committed yet" in widget.inner_text()
+
+        # The press cell refuses, in one line, until a prediction is committed.
+        _select(page, "moved_guess.require()")
+        _run_menu(page, "Run Selected Cell")
+        refusal = _cell(page, "moved_guess.require()").locator(".jp-OutputArea-output")
+        refusal.filter(has_text="commit your prediction first").wait_for(
+            timeout=budget.ms(30))
+        assert refusal.inner_text().strip().count("\n") == 0, refusal.inner_text()
+        assert refusal.inner_text().startswith("PredictionMissing: "), refusal.inner_text()
+        _shot(page, artifacts, "0-refused-before-a-prediction",
+              _cell(page, "moved_guess.require()"))
+
+        # The student predicts: partition 0 only, and commits.
+        widget.locator(".dl-prediction-item", has_text="partition 0").locator(
+            "input").check()
+        widget.locator("button.dl-prediction-commit").click()
+        widget.locator(".dl-prediction-status").filter(
+            has_text="committed: partition 0").wait_for(timeout=budget.ms(30))
+        assert widget.locator("button.dl-prediction-commit").is_disabled()
+        _shot(page, artifacts, "0-prediction-committed", widget)
         lab.remember_tree()
         kernels = [p for p in lab.seen.values() if "ipykernel_launcher" in _cmdline(p)]
         assert kernels, "no kernel process under JupyterLab"
-        venv_bin = str(Path(sys.executable).parent)
-        assert all(_cmdline(p)[0].startswith(venv_bin) for p in kernels), \
+        # Folders compared resolved: a worktree's .venv may be a link to another's.
+        venv_bin = os.path.realpath(Path(sys.executable).parent)
+        assert all(os.path.realpath(Path(_cmdline(p)[0]).parent) == venv_bin
+                   for p in kernels), \
             f"the kernel is not the project's venv: {[_cmdline(p)[0] for p in kernels]}"
         before = _status(page)
         assert re.search(r"broker 1: up.*broker 2: up.*broker 3: up", before), before
@@ -162,8 +190,9 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         assert new_leader != leader
         _shot(page, artifacts, "2-panel-after-click", panel)
 
-        # The rest of the chapter: produce again, evidence, claim, stop.
-        _select(page, "waiting for a live leader")
+        # The rest of the chapter, from the press cell (now it runs): produce again,
+        # evidence, the reveal, the claim, stop.
+        _select(page, "moved_guess.require()")
         _run_menu(page, "Run Selected Cell and All Below")
         _cell(page, "cluster.stop()").locator(".jp-OutputArea-output").filter(
             has_text="stopped").wait_for(timeout=budget.ms())
@@ -174,6 +203,17 @@ def test_tour_in_jupyterlab_click_kill_leader(labs_copy, start_lab, page, artifa
         assert f"partition 0: leader {leader} -> {new_leader} (moved)" in text, text
         assert f"{leader}:dead" in text, text  # the status line the cell printed
         _shot(page, artifacts, "3-evidence", evidence)
+        moved = sorted(int(p) for p in re.findall(r"partition (\d+): leader \d+ -> \d+ \(moved\)",
+                                                 text))
+        revealed = _cell(page, "dl.reveal(moved_guess").locator(".jp-OutputArea").inner_text()
+        assert "Your prediction, beside the run" in revealed, revealed
+        assert re.search(r"you predicted\s+partition 0\b", revealed), revealed
+        assert re.search(r"what happened\s+" + ", ".join(f"partition {p}" for p in moved),
+                         revealed), (moved, revealed)
+        assert ("verdict\tright" in revealed or "verdict right" in revealed) == (moved == [0]), \
+            revealed
+        assert "The idea." in revealed, revealed
+        _shot(page, artifacts, "3-prediction-revealed", _cell(page, "dl.reveal(moved_guess"))
         plot = _cell(page, "plots.timeline").locator(".jp-OutputArea-output img")
         assert plot.count() == 1, "the timeline plot did not render"
         _shot(page, artifacts, "4-timeline", _cell(page, "plots.timeline"))

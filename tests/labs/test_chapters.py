@@ -23,6 +23,7 @@ import pytest
 
 from deliverylab.chapters.live_zombie import GENERATION_FENCING
 from deliverylab.classroom import course
+from deliverylab.notebook.questions import COST_VARIANTS
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 CHAPTERS = course.discover(LABS)
@@ -159,6 +160,93 @@ CLAIMS: dict[str, Callable[[Observed], bool]] = {
 }
 
 
+#: What each chapter's headless run predicts (``predict_<name>`` parameters), standing for
+#: a student: a mix of right and wrong on purpose, so that the comparison, not the
+#: prediction, is what the test holds the chapter to.
+PREDICTIONS: dict[str, dict[str, Any]] = {
+    "00_tour": {"predict_moved": [0, 1]},  # partition 1 is led by another broker
+    "01_at_most_once": {"predict_lost": ["while_paused"]},
+    "03_idempotent_producer": {"predict_restart": ["duplicates", "refused"]},
+    "05_spark_pipeline": {"predict_replayed": 10},  # max_offsets of the small run
+    "07_exactly_once_sources": {"predict_kill": 0, "predict_window": 1, "predict_open": 1},
+    "08_cost_of_guarantees": {"predict_slowest_e2e": "txn 1000ms",
+                              "predict_lowest_throughput": "acks=all"},
+    "09_kafka_bugs": {"predict_markers": "commit_abort", "predict_epoch": "same"},
+}
+
+
+def outcomes_of(chapter: str, observed: Observed) -> dict[str, Callable[[Any], bool]]:
+    """Each prediction's recorded outcome, held to the run's own counts where the results
+    file has them (the outcome must be the run's, not the prediction's)."""
+    produced = [r for r in observed.get("table", {}).get("rows", [])
+                if r["kind"] == "produce" and r["variant"] in COST_VARIANTS]
+    return {
+        "00_moved": lambda a: 0 in a,  # the killed broker led partition 0
+        "01_lost": lambda a: "while_paused" in a and "after_kill" not in a,
+        "03_restart": lambda a: ("two_ids" in a) == (observed["restart_producer_ids"] >= 2)
+        and ("duplicates" in a) == (observed["restart_duplicates"] >= 1),
+        "05_replayed": lambda a: a == observed["kill_driver_extra"],
+        "07_kill": lambda a: a == observed["kill_duplicates"],
+        "07_window": lambda a: a == observed["window_found"],
+        "07_open": lambda a: a == observed["open_aborted"],
+        "08_slowest_e2e": lambda a: a == max(produced, key=lambda r: r["e2e_p95_ms"])["variant"],
+        "08_lowest_throughput": lambda a: a == min(produced,
+                                                   key=lambda r: r["records_s"])["variant"],
+        "09_markers": lambda a: (a == "two_commits") == (observed["disk_commit_markers"] == 2),
+        "09_epoch": lambda a: a in ("same", "bumped"),
+    }
+
+
+def check_predictions(chapter: str, results: dict[str, Any], where: str) -> None:
+    """Every prediction the run was given was revealed: compared with the run's outcome
+    (right or wrong) and recorded in the results file."""
+    given = PREDICTIONS.get(chapter, {})
+    recorded = {p["name"]: p for p in results.get("predictions", [])}
+    assert {f"{chapter[:2]}_{k.removeprefix('predict_')}" for k in given} == set(recorded), \
+        (recorded, where)
+    outcomes = outcomes_of(chapter, results["observed"])
+    for name, p in recorded.items():
+        assert p["source"] == "parameter", (p, where)
+        predicted = given[f"predict_{name[3:]}"]
+        assert (set(p["predicted"]) == set(predicted) if p["kind"] == "set"
+                else p["predicted"] == predicted), (p, given, where)
+        same = (set(p["predicted"]) == set(p["actual"]) if p["kind"] == "set"
+                else p["predicted"] == p["actual"])
+        assert p["right"] is same, (p, where)
+        assert outcomes[name](p["actual"]), (p, results["observed"], where)
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_no_notebook_holds_a_solution_or_an_answer_check(path: Path):
+    nb = json.loads(path.read_text())
+    tagged = [c.get("id") for c in nb["cells"] if "solution" in c["metadata"].get("tags", [])]
+    assert tagged == [], f"{path.name}: solution cells {tagged}: solutions live in solutions/"
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert not [s for s in sources if "self_check(" in s or "answer = None" in s], path.name
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_each_prediction_is_required_before_the_run_and_revealed_after(path: Path):
+    import re
+
+    chapter = path.stem
+    nb = json.loads(path.read_text())
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    made = {m.group(1): (i, m.group(2)) for i, s in enumerate(code)
+            for m in re.finditer(r"^(\w+) = dl\.predict\(chapter, \"(\w+)\", predict_\2\b",
+                                 s, re.M)}
+    assert {f"predict_{short}" for _, short in made.values()} == set(
+        PREDICTIONS.get(chapter, {})), f"{chapter}: predictions {made}"
+    for var, (at, _) in made.items():
+        required = [i for i, s in enumerate(code) if f"{var}.require()" in s]
+        revealed = [i for i, s in enumerate(code) if f"dl.reveal({var}," in s]
+        assert required and revealed and at < required[0] <= revealed[0], (var, made)
+        first = code[required[0]]
+        assert first.index(f"{var}.require()") < min(
+            (first.index(w) for w in ("dl.reveal(", "with dl.busy(", "print(")
+             if w in first), default=len(first)), f"{var}: required after the run started"
+
+
 @pytest.mark.parametrize("path", sorted(LABS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebooks_are_stored_without_outputs(path: Path):
     nb = json.loads(path.read_text())
@@ -202,7 +290,8 @@ def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> O
     grade_file = out / "grades" / f"{chapter[:2]}.json"
     grade_file.unlink(missing_ok=True)
     run = course.run_chapter(chapter, out, LABS, small=True, html=False,
-                             extra={"backend": backend, **GRADED.get(chapter, {}), **extra})
+                             extra={"backend": backend, **GRADED.get(chapter, {}),
+                                    **PREDICTIONS.get(chapter, {}), **extra})
     print(f"{chapter} on {backend}: {run.wall_seconds:.0f} s wall; "
           f"results: {json.dumps(run.results)}")
     where = f"(executed notebook: {run.notebook})"
@@ -214,6 +303,7 @@ def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> O
     claim = CLAIMS.get(chapter)
     if claim is not None:
         assert claim(observed), f"{observed} {where}"
+    check_predictions(chapter, run.results, where)
     if chapter in GRADED:
         graded = json.loads(grade_file.read_text())
         assert graded["exercise"] == chapter[:2] and graded["failed"] == 0, graded["cells"]

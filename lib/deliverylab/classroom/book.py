@@ -21,9 +21,10 @@ from what the panel recorded after every press
 (:func:`deliverylab.notebook.record.record_panel`): the press line, the status line,
 the History's last operations. What the book leaves out: cells tagged ``solution`` or
 ``remove-cell`` (exercise solutions), inputs tagged ``remove-input``, outputs tagged
-``remove-output``, the output of an exercise's self-check (it prints the answer), and
-the output of a graded exercise (a headless run grades the reference solution): the
-book shows the exercise's starter file instead.
+``remove-output``, a self-check's output, a prediction's and its reveal's (a headless
+run's ``predict_`` parameter stood for the student; the banner leaves it out too), and
+a graded exercise's (a headless run grades the reference solution): the book shows the
+exercise's starter file instead.
 """
 
 from __future__ import annotations
@@ -56,10 +57,11 @@ REMOVE_OUTPUT = "remove-output"
 #: the run's own paths).
 INJECTED = "injected-parameters"
 #: Parameters of a headless run that say nothing to a reader (machine paths; the chapter
-#: tests' reference solution, whose grade the book leaves out anyway).
+#: tests' reference solution, whose grade the book leaves out anyway; ``predict_*``).
 _RUN_ONLY = ("results_path", "solution")
-#: A code cell calling this prints the exercise's answer: its output stays out.
-SELF_CHECK = "self_check("
+#: A code cell calling one of these shows an answer (a self-check; a prediction the
+#: run's parameter made, or its reveal beside the outcome): its output stays out.
+ANSWER_CALLS = ("self_check(", "dl.predict(", "dl.reveal(")
 #: A code cell calling this grades an exercise file: a headless run grades the
 #: reference solution, so its output is replaced by the student's starter.
 GRADE_CALL = "dl.grade("
@@ -298,11 +300,11 @@ def prepare(nb: dict[str, Any], panels: dict[str, PanelRecord],
         if cell.get("cell_type") == "code":
             if REMOVE_OUTPUT in tags:
                 cell["outputs"] = []
-            elif SELF_CHECK in _source(cell):
+            elif any(call in _source(cell) for call in ANSWER_CALLS):
                 cell["outputs"] = [_note(
-                    "<p class='dl-book-note'>The self-check's result is left out of the "
-                    "book: it would give the answer away. Run the chapter to check "
-                    "yours.</p>")]
+                    "<p class='dl-book-note'>This output is left out of the book: it would "
+                    "give the answer away. Run the chapter, and commit your prediction "
+                    "before its run.</p>")]
             elif GRADE_CALL in _source(cell):
                 cell["outputs"] = [starter_note(_source(cell), labs)]
             else:
@@ -367,7 +369,8 @@ def run_parameters(nb: dict[str, Any]) -> list[str]:
         if INJECTED in cell.get("metadata", {}).get("tags", []):
             return [line for line in _source(cell).splitlines()
                     if line.strip() and not line.startswith("#")
-                    and line.split("=")[0].strip() not in _RUN_ONLY]
+                    and line.split("=")[0].strip() not in _RUN_ONLY
+                    and not line.startswith("predict_")]
     return []
 
 

@@ -4,7 +4,10 @@
 notebook) takes **student home folders** and writes one page: which chapters each
 student ran, which claims held, the graded exercises' pass counts; a class roll-up of
 the checks and the grader's fault cells that catch the most students; and a picture of
-the class. Spark does the counting (a DataFrame over the results).
+the class; and, per chapter and prediction, what the students predicted and how many
+were right -- the question the class should discuss. Spark does the counting (a
+DataFrame over the results); the predictions, a few rows per student, are counted in
+Python (:func:`prediction_counts`).
 
 Where each student's results are, relative to the student's home folder ``HOME``:
 
@@ -14,8 +17,11 @@ Where each student's results are, relative to the student's home folder ``HOME``
   the notebook's folder: ``HOME/labs`` when the course sits in ``labs/`` of the home
   folder (as ``make classroom`` lays it out), ``HOME`` when the notebooks sit at its
   top. Shape (:meth:`deliverylab.notebook.chapter.Chapter.to_dict`): ``{"chapter",
-  "claim", "observed", "checks": [{"what", "pass"}], "pass", "seconds"}``; a graded
-  chapter also observes ``grade_passed`` / ``grade_failed`` (cells of its grade).
+  "claim", "observed", "checks": [{"what", "pass"}], "predictions", "pass",
+  "seconds"}``; a graded chapter also observes ``grade_passed`` / ``grade_failed``
+  (cells of its grade). ``predictions`` (optional) lists each revealed prediction
+  (:meth:`deliverylab.notebook.predict.Reveal.to_dict`): ``{"name", "question",
+  "kind", "predicted", "actual", "right", ...}``.
 - **grade results**: any ``*.json`` below those ``results`` folders (e.g.
   ``results/grades/02.json``, written by ``python -m deliverylab.grade 02 --json
   results/grades/02.json`` or ``dl.grade("02", out=...)``). Shape
@@ -58,6 +64,8 @@ class Collected:
     checks: list[dict[str, Any]] = field(default_factory=list)
     #: one row per (student, exercise, fault, property).
     cells: list[dict[str, Any]] = field(default_factory=list)
+    #: one row per (student, chapter, prediction): what was predicted, and if it was right.
+    predictions: list[dict[str, Any]] = field(default_factory=list)
     #: one line per file that could not be read, naming it and why.
     problems: list[str] = field(default_factory=list)
     #: JSON files that are neither chapter nor grade results.
@@ -80,6 +88,25 @@ def result_files(home: Path) -> list[Path]:
     return files
 
 
+def predicted_text(value: Any) -> str:
+    """A prediction as one table cell: a set's items joined, ``(none)`` for an empty one."""
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "(none)"
+    return str(value)
+
+
+def _prediction_rows(student: str, chapter: str, data: dict[str, Any]) -> list[dict]:
+    found = data.get("predictions", [])
+    if not isinstance(found, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("name"), str)
+            and isinstance(p.get("right"), bool) and "predicted" in p for p in found):
+        raise ValueError("'predictions' that are not a list of {'name', 'predicted', "
+                         "'right'}")
+    return [{"student": student, "chapter": chapter, "prediction": p["name"],
+             "question": str(p.get("question", "")), "predicted": predicted_text(p["predicted"]),
+             "right": p["right"]} for p in found]
+
+
 def _chapter_rows(student: str, data: dict[str, Any], where: str) -> tuple[dict, list[dict]]:
     checks = data.get("checks")
     if not isinstance(data.get("chapter"), str) or not isinstance(checks, list) or not all(
@@ -98,6 +125,7 @@ def _chapter_rows(student: str, data: dict[str, Any], where: str) -> tuple[dict,
            else None, "file": where}
     rows = [{"student": student, "chapter": data["chapter"], "check": c["what"],
              "held": c["pass"]} for c in checks]
+    row["predictions"] = _prediction_rows(student, data["chapter"], data)
     return row, rows
 
 
@@ -151,9 +179,29 @@ def collect(homes: Iterable[str | Path], prefix: str = "") -> Collected:
             except ValueError as exc:
                 out.problems.append(f"{where}: {exc}")
         for _, row, rows in sorted(latest.values(), key=lambda t: t[1]["chapter"]):
+            out.predictions += row.pop("predictions")
             out.chapters.append(row)
             out.checks += rows
     return out
+
+
+def prediction_counts(collected: Collected) -> Any:
+    """Per chapter, prediction and predicted outcome: how many students predicted it and
+    how many of them were right (pandas; a few rows per student, counted here).
+
+    Rows of one prediction are together, its most common prediction first."""
+    import pandas as pd
+
+    columns = ["chapter", "prediction", "question", "predicted", "students", "right"]
+    counts: dict[tuple[str, str, str, str], list[int]] = {}
+    for r in collected.predictions:
+        key = (r["chapter"], r["prediction"], r["question"], r["predicted"])
+        tally = counts.setdefault(key, [0, 0])
+        tally[0] += 1
+        tally[1] += r["right"]
+    rows = [[*key, n, right] for key, (n, right) in counts.items()]
+    rows.sort(key=lambda r: (r[0], r[1], -r[4], r[3]))
+    return pd.DataFrame(rows, columns=columns)
 
 
 # --- counting with Spark -------------------------------------------------------------------
@@ -168,6 +216,8 @@ class ClassView:
     hardest_checks: Any  # check -> students for whom it did not hold
     catching_cells: Any  # (exercise, fault, property) -> students it caught
     collected: Collected
+    #: (chapter, prediction, predicted) -> students, right (:func:`prediction_counts`)
+    predictions: Any = None
 
 
 def _frame(spark: Any, rows: list[dict[str, Any]], schema: str) -> Any:
@@ -221,7 +271,8 @@ def tables(collected: Collected, spark: Any = None) -> ClassView:
                 .agg(F.countDistinct("student").alias("students"),
                      F.sort_array(F.collect_set("student")).alias("who"))
                 .orderBy(F.desc("students"), "exercise", "fault", "property").toPandas())
-    return ClassView(table, grades, hardest, catching, collected)
+    return ClassView(table, grades, hardest, catching, collected,
+                     prediction_counts(collected))
 
 
 def plot(view: ClassView, save: str | Path | None = None) -> Any:
@@ -285,6 +336,8 @@ def page(view: ClassView) -> str:
         f"<p>Nothing run yet: {html.escape(', '.join(idle)) or 'nobody'}</p>",
         "<h2>Graded exercises: cells passed</h2>",
         _html_table(view.grades, "no graded exercise yet"),
+        "<h2>Predictions: what the class predicted, and how many were right</h2>",
+        _html_table(view.predictions, "no prediction revealed yet"),
         "<h2>Fault cells that catch the most students</h2>",
         _html_table(view.catching_cells, "no grade result has a failing cell"),
         "<h2>Checks that did not hold, by students</h2>",

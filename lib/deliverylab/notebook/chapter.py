@@ -4,7 +4,11 @@
   :meth:`Chapter.finish` writes the results file (read by ``python -m
   deliverylab.classroom.course`` and by CI) and fails the run loudly when the claim did not hold.
 - :func:`what_you_saw` -- a "what you saw" summary generated from checker Results.
-- :func:`self_check` -- an exercise's check: one clear line, right or wrong.
+- :func:`self_check` -- an exercise's check: one clear line, right or wrong, never the
+  expected value.
+
+A chapter's predictions (:mod:`deliverylab.notebook.predict`) are recorded here too, so
+that the results file holds each one beside what the run gave.
 
 Everything else a chapter calls lives with its role (clients, readers, nemesis,
 scenario, segments, consoles) and is reached through ``import deliverylab as dl``.
@@ -53,6 +57,11 @@ class Chapter:
         self.results_path = Path(results_path) if results_path else None
         self.observed: dict[str, Any] = {}
         self.checks: list[Check] = []
+        #: each revealed prediction beside its outcome (``predict.Reveal.to_dict``).
+        self.predictions: list[dict[str, Any]] = []
+        #: the chapter's prediction widgets by question name (``questions.predict``): a
+        #: committed prediction is not asked again when its cell runs again.
+        self.asked: dict[str, Any] = {}
         self.t0 = time.monotonic()
 
     def observe(self, **counts: Any) -> dict[str, Any]:
@@ -64,6 +73,11 @@ class Chapter:
         """Record one condition of the claim; returns it, so a cell can print it."""
         self.checks.append(Check(what, bool(passed)))
         return bool(passed)
+
+    def record_prediction(self, entry: dict[str, Any]) -> None:
+        """Record a revealed prediction; a reveal run again replaces its entry."""
+        self.predictions = [p for p in self.predictions if p["name"] != entry["name"]]
+        self.predictions.append(entry)
 
     @property
     def passed(self) -> bool:
@@ -79,6 +93,7 @@ class Chapter:
             "claim": self.claim,
             "observed": self.observed,
             "checks": [{"what": c.what, "pass": c.passed} for c in self.checks],
+            "predictions": self.predictions,
             "pass": self.passed,
             "seconds": round(self.seconds, 1),
         }
@@ -151,10 +166,13 @@ def what_you_saw(title: str = "What you saw",
 
 
 def self_check(answer: Any, expected: Any, what: str, hint: str = "") -> None:
-    """An exercise's check: raises ``AssertionError`` with a hint, or prints "Correct"."""
+    """An exercise's check: raises ``AssertionError`` with a hint, or prints "Correct".
+
+    Never the expected value, right or wrong: a check that prints it hands the answer
+    to whoever runs it first. The hint should name the concept, not the expression."""
     if answer is None:
-        raise AssertionError("set `answer` in the exercise cell first (or run the solution)")
+        raise AssertionError("set `answer` in the exercise cell first")
     if answer != expected:
-        raise AssertionError(f"answer={answer!r}, but {what} is {expected!r}"
+        raise AssertionError(f"answer={answer!r} is not {what}"
                              + (f". Hint: {hint}" if hint else ""))
-    print(f"Correct: {what} is {expected!r}.")
+    print(f"Correct: that is {what}.")

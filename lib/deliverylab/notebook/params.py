@@ -23,6 +23,7 @@ from ..errors import bad_value
 from ..faults import FAULTS
 from ..modes import MODES
 from ..spark.query import SINKS
+from .questions import QUESTIONS
 
 #: How to write a list on papermill's command line, shown with every refused list.
 LIST_FORMS = "-p {name} '[\"{example}\"]' or -y '{name}: [{example}]'"
@@ -35,13 +36,16 @@ class Spec:
     ``kind`` is ``int``, ``float``, ``path``, ``choice`` (one of ``choices``),
     ``choice_or_url`` (one of ``choices``, or a URL), ``master`` (a Spark master URL) or
     ``names`` (a list whose items must be in ``choices``: a chapter's fault buttons, or
-    its console actions).
+    its console actions) or ``prediction`` (``None``: the student answers in the
+    widget; else what :data:`~deliverylab.notebook.questions.QUESTIONS` ``[question]``
+    accepts, which a headless run passes to stand for the student's prediction).
     """
 
     kind: str
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
+    question: str = ""
 
     def check(self, name: str, value: Any) -> Any:
         if self.kind == "int":
@@ -66,6 +70,14 @@ class Spec:
             return value
         if self.kind == "names":
             return names(name, value, self.choices)
+        if self.kind == "prediction":
+            if value is None:
+                return None
+            q = QUESTIONS[self.question]
+            if q.kind == "set":
+                example = repr(q.values()[0]).replace("'", "")
+                value = parse_list(name, value, example)
+            return q.check(name, value)
         if self.kind == "master":  # a Spark master URL
             if not isinstance(value, str) or not value.startswith(
                     ("local", "spark://", "local-cluster[")):
@@ -77,8 +89,8 @@ class Spec:
                 return value
             raise bad_value(name, value, " or ".join(repr(c) for c in self.choices)
                             + ", or a URL such as postgresql://user@host:5432/db")
-        raise bad_value("kind", self.kind,
-                        "int, float, path, choice, choice_or_url, master or names")
+        raise bad_value("kind", self.kind, "int, float, path, choice, choice_or_url, "
+                        "master, names or prediction")
 
 
 def _number(name: str, value: Any, low: float | None, high: float | None,
@@ -251,3 +263,13 @@ def check(chapter: str, scope: MutableMapping[str, Any]) -> dict[str, Any]:
                             ": the fault must happen before the input runs out")
     scope.update(out)
     return out
+
+
+def _predictions(chapter: str) -> dict[str, Spec]:
+    """The chapter's ``predict_<short>`` parameters, one per question of the course."""
+    return {q.parameter: Spec("prediction", question=q.name)
+            for q in QUESTIONS.values() if q.name[:2] == chapter[:2]}
+
+
+for _chapter, _specs in SPECS.items():
+    _specs.update(_predictions(_chapter))

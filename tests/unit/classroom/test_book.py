@@ -50,8 +50,8 @@ def write_chapter(folder: Path, name: str, title: str, results: dict | None = No
     cells = cells or [
         md(f"# {title}\n\nWhat this chapter claims."),
         code('# Parameters\nfaults = ["lose_ack"]\nresults_path = "/home/ci/x/02.json"\n'
-             'solution = "/home/ci/solutions/02_consume_loop/reference.py"\n',
-             tags=("injected-parameters",)),
+             'solution = "/home/ci/solutions/02_consume_loop/reference.py"\n'
+             'predict_extra = 2\n', tags=("injected-parameters",)),
         code("panel", [panel_output()]),
         md("## 1. Lose an ack while values flow\n\nPress the button."),
         code("dl.plots.timeline(history)",
@@ -62,6 +62,9 @@ def write_chapter(folder: Path, name: str, title: str, results: dict | None = No
         code("# Solution\nanswer = inspector.duplicates(t).count()",
              [stream("SECRET-SOLUTION-OUTPUT\n")], tags=("solution",)),
         code("dl.self_check(answer, 3, 'duplicates')", [stream("Correct: duplicates is 3.\n")]),
+        code("extra = dl.predict(chapter, 'extra', predict_extra)\nextra",
+             [stream("committed (the run's parameter): PARAMETER-PREDICTION\n")]),
+        code("dl.reveal(extra, 2)", [stream("what happened: REVEALED-OUTCOME\n")]),
         md("## What you saw\n\nlost ack: one duplicate"),
     ]
     nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
@@ -105,7 +108,9 @@ def make_course(src: Path) -> Path:
     write_chapter(src, "02_at_least_once", "Chapter 2 — At least once",
                   {"chapter": "02_at_least_once", "claim": "nothing acked is lost",
                    "pass": True, "observed": {"duplicates": 2, "lost": 0},
-                   "checks": [{"what": "no acked value lost", "pass": True}]},
+                   "checks": [{"what": "no acked value lost", "pass": True}],
+                   "predictions": [{"name": "02_extra", "predicted": 1,
+                                    "actual": "SECRET-ACTUAL", "right": False}]},
                   [shown, press("[10:00:01] Lose ack: armed the proxy of broker 1"),
                    press("[10:00:03] Heal: FAILED -- LabError: no", ok=False)])
     write_chapter(src, "00_tour", "Chapter 0 — Tour", None,
@@ -195,6 +200,16 @@ def test_solutions_and_the_answer_stay_out_of_the_book(built):
     assert "inspector.duplicates(t).count()" not in page
     assert "Correct: duplicates is 3" not in page
     assert "left out of the book" in page
+
+
+def test_predictions_and_their_reveals_stay_out_of_the_book(built):
+    out, _ = built
+    page = text_of((out / "02_at_least_once.html").read_text())
+    assert "dl.predict(chapter, 'extra', predict_extra)" in page  # the question's cell
+    assert "PARAMETER-PREDICTION" not in page and "REVEALED-OUTCOME" not in page
+    assert "commit your prediction before its run" in page
+    assert "predict_extra" not in page.split("This run's parameters")[1][:200]
+    assert "SECRET-ACTUAL" not in (out / "index.html").read_text()  # nor the contents
 
 
 def test_a_graded_exercise_shows_the_starter_not_the_reference_grade(tmp_path: Path):

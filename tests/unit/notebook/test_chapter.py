@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -66,13 +67,26 @@ def test_what_you_saw_is_generated_from_results():
     assert "1 value was stored more than once" in saw._repr_markdown_()
 
 
-def test_self_check(capsys):
+def test_self_check_never_shows_the_expected_value(capsys):
     self_check(3, 3, "the count")
-    assert capsys.readouterr().out == "Correct: the count is 3.\n"
+    assert capsys.readouterr().out == "Correct: that is the count.\n"
     with pytest.raises(AssertionError, match="set `answer`"):
         self_check(None, 3, "the count")
-    with pytest.raises(AssertionError, match="answer=2, but the count is 3. Hint: look"):
+    with pytest.raises(AssertionError) as wrong:
         self_check(2, 3, "the count", "look")
+    assert str(wrong.value) == "answer=2 is not the count. Hint: look"
+    assert "3" not in str(wrong.value)
+
+
+def test_a_revealed_prediction_is_in_the_results_file(tmp_path: Path):
+    ch = Chapter("00_tour", "claim", tmp_path / "r.json")
+    ch.record_prediction({"name": "00_moved", "predicted": [0], "actual": [0], "right": True})
+    ch.record_prediction({"name": "00_moved", "predicted": [1], "actual": [0], "right": False})
+    ch.expect("x", True)
+    ch.finish()
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["predictions"] == [{"name": "00_moved", "predicted": [1], "actual": [0],
+                                     "right": False}]
 
 
 # --- schedules -------------------------------------------------------------------------------

@@ -77,9 +77,19 @@ def test_numbers_typed_as_text_are_parsed():
 
 
 def test_the_course_passes_only_checked_parameters():
-    for chapter, settings in {**course.SMALL, **course.HEADLESS}.items():
-        scope = {**defaults(chapter), **settings}
-        params.check(chapter, scope)
+    for table in (course.SMALL, course.HEADLESS, course.PREDICTIONS):
+        for chapter, settings in table.items():
+            scope = {**defaults(chapter), **settings}
+            params.check(chapter, scope)
+
+
+def test_a_headless_course_predicts_for_every_chapter_that_asks():
+    asking = {c for c, specs in params.SPECS.items()
+              if any(s.kind == "prediction" for s in specs.values())}
+    assert set(course.PREDICTIONS) == asking
+    for chapter in asking:
+        wanted = {n for n, s in params.SPECS[chapter].items() if s.kind == "prediction"}
+        assert set(course.PREDICTIONS[chapter]) == wanted, chapter
 
 
 def test_the_readme_commands_pass_the_checks():
