@@ -17,9 +17,17 @@ from typing import Any
 
 from ..errors import bad_value
 from ..faults import FAULTS
+from .search import CrashPoint, crash_points
 
 #: The repository root (exercises live in labs/, references in solutions/).
 ROOT = Path(__file__).resolve().parents[3]
+
+#: A run's state: judged, or why not (the student's code raised or hung; the run ran
+#: out of time; the grader could not place its crash; the grader's own run failed).
+JUDGED, RAISED, HUNG, TIMEOUT, UNPLACED, BROKEN = (
+    "judged", "raised", "hung", "timeout", "unplaced", "grader_error")
+#: The states that are the student's doing: ``finishes`` fails, nothing else is judged.
+STUDENT_STATES = (RAISED, HUNG)
 
 
 @dataclass(frozen=True)
@@ -57,11 +65,14 @@ class Exercise:
     #: by every stage process: a restarted stage fences its predecessor), the consumer
     #: and the final read-back use read_committed.
     transactional: bool = False
-    #: The call that counts as "a commit" for the crash plan.
-    commit_call: str = "commit"
-    #: How many times ``crash_consumer`` kills the stage (2: right after a commit, then
-    #: the restarted stage mid-way), before the last stage runs to the end.
-    crashes: int = 1
+    #: The contract's arguments (the parent checks the signature before any run).
+    params: tuple[str, ...] = ()
+    #: The faults that kill the student's process at searched crash points, the calls
+    #: the child counts for them (in a correct loop's order) and over how many of each
+    #: (:mod:`deliverylab.grade.search`).
+    crash_faults: tuple[str, ...] = ()
+    boundaries: tuple[str, ...] = ()
+    depth: int = 2
     #: Values of one aborted transaction the lab adds to the input.
     aborted_input: int = 0
     #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
@@ -92,6 +103,27 @@ class Exercise:
         return {p.stem.removeprefix("wrong_"): p
                 for p in sorted(self.solutions.glob("wrong_*.py"))}
 
+    def points(self, fault: str) -> list[CrashPoint | None]:
+        """Where ``fault`` kills, one run each ([None]: a fault that is not a crash)."""
+        if fault not in self.crash_faults:
+            return [None]
+        return list(crash_points(self.boundaries, self.depth))
+
+    def verdicts(self, fault: str, counts: dict[str, int],
+                 state: str = JUDGED) -> dict[str, bool | None]:
+        """Each property's verdict on one run: True, False, or None (not judged).
+
+        Only a run that ran to its end with its fault placed is judged. Code that raised
+        (or never returned once ``running()`` was False) fails ``finishes`` and nothing
+        else is judged: its History says nothing about delivery. A run that ran out of
+        time, or whose crash the grader could not place, is judged on nothing: that is
+        the grader's problem, never the student's failure."""
+        if state == JUDGED:
+            return {p.name: p.holds(counts, fault) for p in self.properties}
+        if state in STUDENT_STATES:
+            return {p.name: False if p.name == "finishes" else None for p in self.properties}
+        return {p.name: None for p in self.properties}
+
     def prop(self, name: str) -> Property:
         for p in self.properties:
             if p.name == name:
@@ -104,8 +136,14 @@ def _nothing_lost(counts: dict[str, int], fault: str) -> bool:
 
 
 def _one_batch_redone(batch: int) -> Callable[[dict[str, int], str], bool]:
+    """No fault: nothing twice. A lost ack: at most one batch (the producer resends its
+    request). A crash: at most one batch, and only values polled since the killed
+    process's last commit (``redo_beyond``, :func:`deliverylab.grade.search.redo_allowed`)."""
     def holds(counts: dict[str, int], fault: str) -> bool:
-        return counts.get("pipeline_extra", 0) <= (0 if fault == "none" else batch)
+        if fault == "none":
+            return counts.get("pipeline_extra", 0) == 0
+        return (counts.get("pipeline_extra", 0) <= batch
+                and counts.get("redo_beyond", 0) == 0)
     return holds
 
 
@@ -113,11 +151,15 @@ def _finishes(counts: dict[str, int], fault: str) -> bool:
     return counts.get("unfinished", 0) == 0 and counts.get("fault_missed", 0) == 0
 
 
+
 FINISHES = Property(
     "finishes", "the stage processes its whole input and returns when running() is False",
     _finishes,
     "Your loop must keep polling while running() is True, return when it is False, and "
     "never raise: read the child's error in the excerpt.")
+
+#: The arguments of a whole stage's loop (02, 04).
+STAGE_PARAMS = ("consumer", "producer", "output_topic", "running")
 
 CONSUME_LOOP = Exercise(
     id="02", name="consume_loop", chapter="02_at_least_once", function="consume_loop",
@@ -141,6 +183,8 @@ CONSUME_LOOP = Exercise(
     ),
     # Output batched for 100 ms (linger.ms): a produce() call is not a write.
     settings={"linger.ms": 100},
+    params=STAGE_PARAMS, crash_faults=("crash_consumer",),
+    boundaries=("poll", "flush", "commit"),
 )
 
 def _exactly_once(counts: dict[str, int], fault: str) -> bool:
@@ -163,7 +207,9 @@ TRANSACTION_LOOP = Exercise(
                  "commit atomically, and at the right offset?", anomaly="pipeline_extra"),
         FINISHES,
     ),
-    transactional=True, commit_call="commit_transaction", crashes=2, aborted_input=5,
+    transactional=True, aborted_input=5, params=STAGE_PARAMS,
+    crash_faults=("crash_consumer",),
+    boundaries=("poll", "send_offsets", "commit_transaction"),
 )
 
 IDEMPOTENT_HANDLER = Exercise(
@@ -183,7 +229,8 @@ IDEMPOTENT_HANDLER = Exercise(
                  anomaly="missing_rows"),
         FINISHES,
     ),
-    kind="handler",
+    kind="handler", params=("db", "message_id", "order", "where"),
+    crash_faults=("kill_after_db",), boundaries=("db_commit",), depth=3,
 )
 
 FOREACH_BATCH = Exercise(
@@ -212,7 +259,8 @@ FOREACH_BATCH = Exercise(
                  "Your function must return for every batch without raising: read the "
                  "driver's error in the excerpt."),
     ),
-    values=40, batch=10, kind="foreach_batch",
+    values=40, batch=10, kind="foreach_batch", params=("df", "batch_id", "db"),
+    crash_faults=("crash_query", "kill_driver"), boundaries=("batch",), depth=3,
 )
 
 #: Every exercise, by id ("02") and by name ("consume_loop").
