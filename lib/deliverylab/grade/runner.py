@@ -3,17 +3,21 @@
 Every run has the same shape, so that runs of different solutions compare:
 
 1. fresh input and output topics, a fresh consumer group (one cluster serves a grade);
-2. the lab writes ``values`` unique values to the input (at least once, recorded);
+2. the lab writes ``values`` unique values to the input (at least once, recorded),
+   unevenly over its partitions (:func:`uneven_sizes`: batches span partitions);
 3. the fault is armed (``lose_ack``: the next produce response of the output's leader
    is dropped) and the student's stage runs as ``stage-0`` in a child process
-   (:mod:`deliverylab.grade.child`); under ``crash_consumer`` that process SIGKILLs
-   itself at the seeded point and ``stage-1``, a fresh process in the same group, takes
-   over, as a restarted service would;
+   (:mod:`deliverylab.grade.child`); under a crash fault that process SIGKILLs itself
+   right after the run's crash point (``flush#2``: the student's 2nd ``flush()``
+   returned; :mod:`deliverylab.grade.search`), and ``stage-1``, a fresh process with the
+   same static group membership, takes its place at once, as a restarted service would;
 4. the cluster is healed, the children's events become History ops, both topics are read
-   back, and the Checker judges: its counts (plus ``unfinished``, ``fault_missed``)
-   decide each property of the exercise.
+   back, and the run is judged -- only if it ran to its end with its crash placed
+   (:func:`judge_state`): the Checker's counts and the exact redo bound decide each
+   property of the exercise.
 
-The seed decides the crash point, nothing else: the same seed replays the same run.
+The crash point decides where the crash lands, by count; the seed varies nothing else
+(only what timing varies): the same point and seed replay the same run.
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ from ..history import History
 from ..modes import AT_LEAST_ONCE, TRANSACTIONAL
 from ..nemesis import Nemesis
 from ..readers import bounds, read_back
-from ..workload import ProducerWorkload
 from .child import RAISED as RAISED_EXIT
 from .exercises import BROKEN, HUNG, JUDGED, RAISED, TIMEOUT, UNPLACED, Exercise
 from .search import CallCounter, CrashPoint, redo_allowed, redo_beyond, redone_values
@@ -94,6 +97,44 @@ class Run:
                 "seconds": round(self.seconds, 2), "plan": self.plan,
                 "counts": self.counts, "passed": self.passed,
                 "topics": list(self.topics), "errors": self.errors}
+
+
+#: The input's partitions and how unevenly its values spread over them (2 : 7 : 11).
+PARTITIONS = 3
+WEIGHTS = (2, 7, 11)
+
+
+def uneven_sizes(values: int, weights: tuple[int, ...] = WEIGHTS) -> list[int]:
+    """How many values each input partition gets: uneven, none a multiple of the batch
+    for the lab's 60 (6, 21, 33), so that a batch of 10 spans two partitions and every
+    partition's position matters in every commit (a loop that commits only its last
+    message's partition leaves another partition behind)."""
+    total = sum(weights)
+    sizes = [values * w // total for w in weights[:-1]]
+    return [*sizes, values - sum(sizes)]
+
+
+def write_input(cluster: Any, topic: str, values: int, history: History,
+                process: str = "producer-0") -> None:
+    """The lab's input: ``values`` unique values, the first 6 to partition 0, the next
+    21 to partition 1, the rest to partition 2 (:func:`uneven_sizes`), each send
+    recorded (at least once: a value maybe written is ``info``)."""
+    from confluent_kafka import Producer
+
+    from ..clients import Recorder, bootstrap_of, config
+    from ..values import ValueId
+
+    producer = Producer(config(bootstrap_of(cluster), **AT_LEAST_ONCE.producer))
+    recorder = Recorder(history, process, topic)
+    seq = 0
+    for partition, size in enumerate(uneven_sizes(values)):
+        for _ in range(size):
+            recorder.send(producer, ValueId(process, seq), partition)
+            seq += 1
+    left = producer.flush(60)
+    recorder.settle("no delivery report after 60 s")
+    if left:
+        raise RuntimeError(f"the grader's input: {left} values still unsent after 60 s")
 
 
 def stage_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict[str, Any]:
@@ -257,14 +298,13 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     source, sink, group = f"in-{tag}", f"out-{tag}", f"{tag}-group"
     topic_config = {"min.insync.replicas": min(2, cluster.size)}
     for name in (source, sink):
-        cluster.create_topic(name, partitions=3, config=topic_config)
+        cluster.create_topic(name, partitions=PARTITIONS, config=topic_config)
     history = History()
     nemesis = Nemesis(cluster, history=history)
     upstream = None
     if fault == "lose_ack" and exercise.kind == "handler":  # a duplicate in the input
         upstream = nemesis.lose_ack(node=cluster.leader(source, 0), count=1)
-    ProducerWorkload(cluster, source, AT_LEAST_ONCE, history, process="producer-0").run(
-        exercise.values)
+    write_input(cluster, source, exercise.values, history)
     if upstream is not None:
         upstream.handle.wait(30)
     if exercise.aborted_input:  # a transaction the stage must not copy: it aborted

@@ -164,3 +164,89 @@ def test_transactions_are_recorded_and_their_values_tagged(tmp_path: Path):
     assert got == [("begin_txn", "stage-1/txn-1", None), ("handed", "stage-1/txn-1", None),
                    ("send_offsets", "stage-1/txn-1", "in/0@2"),
                    ("commit_txn", "stage-1/txn-1", None)]
+
+
+class Died(BaseException):
+    """Stands for the SIGKILL the plan sends its own process."""
+
+
+def dying(monkeypatch) -> None:
+    import deliverylab.grade.child as child
+
+    def kill(pid, sig):
+        raise Died()
+
+    monkeypatch.setattr(child.os, "kill", kill)
+
+
+def test_the_plan_kills_right_after_the_planned_flush_and_says_where(tmp_path: Path,
+                                                                     monkeypatch):
+    from deliverylab.grade.search import CrashPoint
+
+    dying(monkeypatch)
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    plan = KillPlan(events, CrashPoint("flush", 2), ("poll", "flush", "commit"))
+
+    class Flushing(FakeProducer):
+        def flush(self, timeout=None):
+            return 0
+
+    c = StudentConsumer(FakeConsumer(), events, plan)
+    p = StudentProducer(Flushing(), events, plan)
+    c.consume(2, 0.1)
+    p.flush(30)
+    c.commit(message=FakeMsg(1))
+    c.consume(2, 0.1)
+    with pytest.raises(Died):
+        p.flush(30)
+    fault = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "fault"]
+    assert fault[0]["point"] == "flush#2"
+    assert fault[0]["words"] == "after your 2nd flush, before your 2nd offset commit"
+
+
+def test_a_database_commit_made_by_sql_statements_is_counted_and_killed_at(
+        tmp_path: Path, monkeypatch):
+    import sqlite3
+
+    from deliverylab.grade.child import StudentDatabase
+    from deliverylab.grade.search import CrashPoint
+
+    dying(monkeypatch)
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    plan = KillPlan(events, CrashPoint("db_commit", 2), ("db_commit",), "kill_after_db")
+    conn = sqlite3.connect(tmp_path / "d.db", isolation_level=None)
+    db = StudentDatabase(conn, events, plan)
+    db.execute("CREATE TABLE t (a)")
+    db.armed = True
+    db.execute("SELECT count(*) FROM t").fetchone()  # a lookup commits nothing
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.execute("COMMIT")  # the issue's correct solution, once failed
+    cur = db.cursor()
+    cur.execute("BEGIN")
+    cur.execute("INSERT INTO t VALUES (2)")
+    with pytest.raises(Died):
+        cur.execute("END")
+    got = read(tmp_path / "e.jsonl")
+    assert [e["detail"] for e in got if e["kind"] == "db_write"] == [
+        "database commit #1", "database commit #2"]
+    assert got[-1]["words"] == "after your 2nd database commit"
+
+
+def test_the_students_traceback_shows_their_frames_only(tmp_path: Path):
+    from deliverylab.grade.child import StudentRaised, call_student, load_solution
+
+    f = tmp_path / "s.py"
+    f.write_text("def consume_loop(c, p, o, r):\n    return {}['missing']\n")
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    fn = load_solution(str(f), "consume_loop", events)
+    with pytest.raises(StudentRaised):
+        call_student(events, str(f), fn, 1, 2, 3, 4)
+    raised = read(tmp_path / "e.jsonl")[-1]
+    assert raised["kind"] == "raised"
+    text = raised["detail"]
+    assert text.startswith("Traceback (your code):") and "line 2, in consume_loop" in text
+    assert text.endswith("KeyError: 'missing'") and "child.py" not in text
+    f.write_text("import no_such_module_here\ndef consume_loop(c, p, o, r): pass\n")
+    with pytest.raises(StudentRaised):  # module-level code is the student's too
+        load_solution(str(f), "consume_loop", events)

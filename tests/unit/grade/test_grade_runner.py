@@ -1,0 +1,128 @@
+"""The runner's pure parts: the uneven input, each run's state from how its processes
+ended, the verdicts each state allows, and how the report shows runs not judged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deliverylab.grade import exercise
+from deliverylab.grade.exercises import (
+    BROKEN,
+    HUNG,
+    JUDGED,
+    RAISED,
+    TIMEOUT,
+    UNPLACED,
+)
+from deliverylab.grade.report import Report
+from deliverylab.grade.runner import Run, judge_state, stage_plan, uneven_sizes
+from deliverylab.grade.search import CrashPoint
+
+EX = exercise("02")
+PLAN = stage_plan(EX, "crash_consumer", CrashPoint("flush", 2))
+
+
+def test_the_input_is_uneven_so_that_batches_span_partitions():
+    assert uneven_sizes(60) == [6, 21, 33]
+    assert sum(uneven_sizes(40)) == 40
+    ends = [6, 6 + 21]
+    assert all(s % EX.batch for s in [*uneven_sizes(60), *ends])  # no batch ends there
+
+
+def test_the_plan_names_the_point_the_calls_counted_and_the_fault():
+    assert PLAN == {"point": "flush#2", "cycle": ["poll", "flush", "commit"],
+                    "fault": "crash_consumer"}
+    assert stage_plan(EX, "none", None) == {}
+
+
+def e(process: str, kind: str, **kw) -> dict:
+    return {"t": 0.0, "process": process, "kind": kind, **kw}
+
+
+def test_a_killed_stage_and_its_successor_that_finished_are_judged():
+    endings = [("stage-0", "killed", ""), ("stage-1", "done", "")]
+    assert judge_state([], endings, PLAN) == (JUDGED, "")
+
+
+def test_code_that_raised_is_the_students_with_its_traceback():
+    tb = "Traceback (your code):\n  File mine.py, line 3\nKeyError: 'x'"
+    events = [e("stage-0", "raised", detail=tb)]
+    assert judge_state(events, [("stage-0", "raised", "")], PLAN) == (RAISED, tb)
+
+
+def test_a_run_out_of_time_is_not_judged_unless_the_loop_ignored_running():
+    slow = judge_state([], [("stage-0", "timeout", "killed")], {})
+    assert slow[0] == TIMEOUT and slow[1].startswith("not judged: stage-0 did not get")
+    hung = judge_state([e("stage-0", "stopped")], [("stage-0", "timeout", "")], {})
+    assert hung[0] == HUNG and "running() was False" in hung[1]
+    # the child's own deadline ended the loop: partial output, not judged either
+    assert judge_state([e("stage-0", "deadline")], [("stage-0", "done", "")], {})[0] == TIMEOUT
+
+
+def test_a_crash_the_run_never_reached_is_the_graders_problem():
+    events = [e("stage-0", "end", counts={"poll": 6, "flush": 1, "commit": 1})]
+    state, reason = judge_state(events, [("stage-0", "done", "")], PLAN)
+    assert state == UNPLACED
+    assert reason == ("not judged: the grader could not place its crash after your 2nd "
+                      "flush: your run made 1 flush call")
+
+
+def test_a_grader_failure_or_an_unplanned_kill_is_not_judged():
+    assert judge_state([], [("stage-0", "error", "Traceback...")], {})[0] == BROKEN
+    assert judge_state([], [("stage-0", "killed", "")], {})[0] == BROKEN
+
+
+def test_verdicts_judge_nothing_the_run_cannot_show():
+    counts = {"pipeline_missing": 3}
+    assert EX.verdicts("crash_consumer", counts, JUDGED) == {
+        "nothing_lost": False, "one_batch_redone": True, "finishes": True}
+    for state in (RAISED, HUNG):
+        assert EX.verdicts("crash_consumer", counts, state) == {
+            "nothing_lost": None, "one_batch_redone": None, "finishes": False}
+    for state in (TIMEOUT, UNPLACED, BROKEN):
+        assert set(EX.verdicts("crash_consumer", counts, state).values()) == {None}
+
+
+def run(point: str, state: str, reason: str = "", counts=None) -> Run:
+    c = counts or {}
+    return Run("02", "crash_consumer", 1, c, EX.verdicts("crash_consumer", c, state),
+               point=point, state=state, reason=reason)
+
+
+def test_the_report_never_counts_a_run_not_judged_as_a_pass(tmp_path: Path):
+    sol = tmp_path / "mine.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    runs = [run("poll#1", JUDGED), run("flush#1", TIMEOUT, "not judged: slow host")]
+    report = Report(EX, sol, runs)
+    assert report.cell("crash_consumer", "nothing_lost").state == "not judged"
+    assert report.failed == 0 and report.not_judged == 3 and not report.ok
+    text = str(report)
+    assert "1/2 not judged" in text
+    assert "NOT JUDGED crash_consumer x nothing_lost:" in text
+    assert "seed 1, flush#1: not judged: slow host" in text
+    assert text.splitlines()[-1] == "0 passed, 0 failed, 3 not judged"
+
+
+def test_code_that_raised_tops_the_report_and_fails_finishes_only(tmp_path: Path):
+    sol = tmp_path / "mine.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    tb = "Traceback (your code):\n  File mine.py, line 3\nKeyError: 'x'"
+    report = Report(EX, sol, [run("poll#1", JUDGED), run("flush#1", RAISED, tb)])
+    text = str(report)
+    assert text.index("YOUR CODE RAISED") < text.index("fault ")  # above the table
+    assert "KeyError: 'x'" in text
+    assert report.cell("crash_consumer", "finishes").state == "FAIL"
+    assert report.cell("crash_consumer", "nothing_lost").state == "not judged"
+    fail = report.failures()[0]
+    assert fail["property"] == "finishes" and "commit" not in fail["hint"]
+    assert fail["replay"].endswith("--fault crash_consumer --seed 1 --point 'flush#1'")
+
+
+def test_a_failing_report_names_the_crash_point_in_the_students_words(tmp_path: Path):
+    sol = tmp_path / "mine.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    bad = run("flush#2", JUDGED, counts={"pipeline_extra": 20})
+    bad.crash = "after your 2nd flush, before your 1st offset commit"
+    text = str(Report(EX, sol, [run("poll#1", JUDGED), bad]))
+    assert "killed after your 2nd flush, before your 1st offset commit (seed 1)" in text
+    assert "runs failing: seed 1, flush#2" in text
