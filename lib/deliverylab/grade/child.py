@@ -244,6 +244,11 @@ class StudentProducer:
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
 
 
+#: Attributes a student may set on their database: they belong to the connection.
+CONNECTION_SETTINGS = frozenset({"isolation_level", "row_factory", "text_factory",
+                                 "autocommit"})
+
+
 class StudentDatabase:
     """The handler's database: a ``sqlite3`` connection whose commits are seen however
     they are made (``with db:``, ``db.commit()``, an SQL ``COMMIT``/``END``, an
@@ -263,6 +268,12 @@ class StudentDatabase:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in CONNECTION_SETTINGS:  # db.isolation_level = None: the connection's
+            setattr(self._conn, name, value)
+        else:
+            super().__setattr__(name, value)
 
     def look(self) -> None:
         """After each call into the database: did it just commit?"""

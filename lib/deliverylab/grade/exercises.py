@@ -103,6 +103,12 @@ class Exercise:
         return {p.stem.removeprefix("wrong_"): p
                 for p in sorted(self.solutions.glob("wrong_*.py"))}
 
+    def correct(self) -> dict[str, Path]:
+        """The solutions that must pass every cell: the reference, and any other correct
+        one written differently (``correct_<how>.py``)."""
+        return {"reference": self.reference, **{
+            p.stem: p for p in sorted(self.solutions.glob("correct_*.py"))}}
+
     def points(self, fault: str) -> list[CrashPoint | None]:
         """Where ``fault`` kills, one run each ([None]: a fault that is not a crash)."""
         if fault not in self.crash_faults:

@@ -214,8 +214,10 @@ def test_a_database_commit_made_by_sql_statements_is_counted_and_killed_at(
     dying(monkeypatch)
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     plan = KillPlan(events, CrashPoint("db_commit", 2), ("db_commit",), "kill_after_db")
-    conn = sqlite3.connect(tmp_path / "d.db", isolation_level=None)
+    conn = sqlite3.connect(tmp_path / "d.db")
     db = StudentDatabase(conn, events, plan)
+    db.isolation_level = None  # the student's setting reaches the connection
+    assert conn.isolation_level is None
     db.execute("CREATE TABLE t (a)")
     db.armed = True
     db.execute("SELECT count(*) FROM t").fetchone()  # a lookup commits nothing
