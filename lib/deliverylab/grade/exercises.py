@@ -73,6 +73,10 @@ class Exercise:
     crash_faults: tuple[str, ...] = ()
     boundaries: tuple[str, ...] = ()
     depth: int = 2
+    #: Faults that make one of the student's calls fail while their process lives: a
+    #: stage that raises on it is restarted once (as a service manager would), and only
+    #: then judged; a raise is the right answer to a write that failed for good.
+    live_faults: tuple[str, ...] = ()
     #: Values of one aborted transaction the lab adds to the input.
     aborted_input: int = 0
     #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
@@ -169,13 +173,18 @@ STAGE_PARAMS = ("consumer", "producer", "output_topic", "running")
 
 CONSUME_LOOP = Exercise(
     id="02", name="consume_loop", chapter="02_at_least_once", function="consume_loop",
-    faults=("none", "crash_consumer", "lose_ack"),
+    faults=("none", "crash_consumer", "lose_ack", "hold_request"),
     properties=(
         Property("nothing_lost", "every input value reaches the output topic",
                  _nothing_lost,
                  "A restarted stage resumes after the last committed offset: a committed "
                  "offset is a promise that everything before it is done. Was it?",
-                 anomaly="pipeline_missing"),
+                 anomaly="pipeline_missing",
+                 fault_hints={"hold_request": "Here one of your writes failed for good: "
+                              "no answer within message.timeout.ms. flush() returns once "
+                              "nothing is queued, delivered or not: what told your loop "
+                              "that every write of the batch succeeded before it "
+                              "committed?"}),
         Property("one_batch_redone", "at most one batch is written twice (the batch in "
                  "flight when a crash or a lost ack hits; no fault: nothing twice)",
                  _one_batch_redone(10),
@@ -187,9 +196,10 @@ CONSUME_LOOP = Exercise(
                               "the producer before it waits for the writes?"}),
         FINISHES,
     ),
-    # Output batched for 100 ms (linger.ms): a produce() call is not a write.
-    settings={"linger.ms": 100},
-    params=STAGE_PARAMS, crash_faults=("crash_consumer",),
+    # Output batched for 100 ms (linger.ms): a produce() call is not a write. A write
+    # with no answer in 3 s fails for good (hold_request holds one for longer).
+    settings={"linger.ms": 100, "message.timeout.ms": 3000, "request.timeout.ms": 3000},
+    params=STAGE_PARAMS, crash_faults=("crash_consumer",), live_faults=("hold_request",),
     boundaries=("poll", "flush", "commit"),
 )
 

@@ -146,16 +146,21 @@ def stage_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict
 
 
 def judge_state(events: list[dict[str, Any]], endings: list[tuple[str, str, str]],
-                plan: dict[str, Any], limit: float | None = None) -> tuple[str, str]:
+                plan: dict[str, Any], limit: float | None = None,
+                live: bool = False) -> tuple[str, str]:
     """(state, reason) of a run from how each stage process ended (process, how, error
     tail) and what the processes wrote: see :meth:`Exercise.verdicts` for what each
-    state judges. Pure: unit-tested on hand-written endings."""
+    state judges. ``live``: a fault that makes a call fail, so the first process may
+    stop by raising (its successor's ending decides). Pure: unit-tested on hand-written
+    endings."""
     limit = STAGE_TIMEOUT if limit is None else limit
 
     def of(process: str, kind: str) -> list[dict[str, Any]]:
         return [e for e in events if e.get("process") == process and e["kind"] == kind]
 
     for i, (process, how, err) in enumerate(endings):
+        if how == "raised" and live and i == 0 and len(endings) > 1:
+            continue  # it stopped on the live fault's failed call; its successor ran on
         if how == "raised":
             raised = of(process, "raised")
             return RAISED, raised[-1].get("detail", "") if raised else err
@@ -224,6 +229,8 @@ class Stage:
         self.exercise, self.solution, self.cluster = exercise, solution, cluster
         self.source, self.sink, self.group, self.workdir = source, sink, group, workdir
         self.events = workdir / "events.jsonl"
+        #: The student's producer's client id: a live fault aims at its requests only.
+        self.client_id = f"{group}-student"
         mode = TRANSACTIONAL if exercise.transactional else AT_LEAST_ONCE
         ends = {b["partition"]: b["high_watermark"] for b in bounds(cluster, source)}
         self.base = {
@@ -235,7 +242,8 @@ class Stage:
             # partitions at once, instead of waiting out the dead member's session.
             "consumer": {**mode.consumer, "enable.auto.commit": False,
                          **({"group.instance.id": f"{group}-member"} if STATIC else {})},
-            "producer": {**mode.producer, **exercise.settings},
+            "producer": {**mode.producer, **exercise.settings,
+                         "client.id": f"{group}-student"},
         }
         if exercise.transactional:  # one id per run: a restarted stage fences the last
             self.base["producer"]["transactional.id"] = f"{group}-txn"
@@ -316,7 +324,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     plan = stage_plan(exercise, fault, point)
     counts: dict[str, int] = {"unfinished": 0, "fault_missed": 0}
     errors: list[str] = []
-    loss = None
+    loss = held = None
     rows: list[str] | None = None
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         stage = Stage(exercise, solution, cluster, source, sink, group, Path(tmp))
@@ -327,13 +335,17 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 # On whichever broker gets the stage's first write: the student picks
                 # the partitions (by key, by default), and nothing else produces now.
                 loss = nemesis.lose_ack(count=1)
+            live = fault in exercise.live_faults
+            if fault == "hold_request":  # the student's first write never gets an answer
+                held = nemesis.hold_request(api="Produce", count=1,
+                                            client_id=stage.client_id)
             endings: list[tuple[str, str, str]] = []
-            for i, p in enumerate([plan, {}] if plan else [{}]):
+            for i, p in enumerate([plan, {}] if plan or live else [{}]):
                 ended, err = stage.run(f"stage-{i}", p)
                 endings.append((f"stage-{i}", ended, err))
                 if err:
                     errors.append(err)
-                if ended != "killed":
+                if ended != "killed" and not (live and i == 0 and ended == "raised"):
                     break
             if loss is not None:  # the proxy reports its drop asynchronously
                 loss.handle.wait(5)
@@ -346,7 +358,9 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         finally:
             nemesis.heal()
             stage.close()
-    state, reason = judge_state(events, endings, plan)
+    state, reason = judge_state(events, endings, plan, live=live)
+    if state == JUDGED and held is not None and not held.handle.held:
+        state, reason = UNPLACED, "not judged: no write of yours was held (none was made)"
     if state == RAISED:
         errors.insert(0, reason)
     if state == JUDGED and loss is not None and not counts["acks_lost"] and (
