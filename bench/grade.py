@@ -7,9 +7,9 @@ Run (through the heavy queue: it starts a cluster)::
 
 ``--quick``: what a student's ``python -m deliverylab.grade NN`` costs (its own
 one-broker cluster, each fault x its searched crash points, 1 seed): wall time, cluster
-start included, and time per run. Otherwise, on one cluster: the reference solution over every fault x N seeds
-and each known-wrong solution over the fault of the cell it names; prints per cell
-how many seeds passed, and the time per run. The issue's goals: a quick grade within
+start included, and time per run. Otherwise, on one cluster: each correct solution over
+every fault x N seeds and each known-wrong solution over the fault of the cell it names;
+prints per cell how many seeds passed, and the time per run. The issue's goals: a quick grade within
 2 minutes; the reference passes N/N on every cell, each wrong solution fails its cell
 on at least 19 of 20 seeds. Asserts nothing: it prints figures.
 """
