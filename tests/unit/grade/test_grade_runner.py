@@ -126,3 +126,16 @@ def test_a_failing_report_names_the_crash_point_in_the_students_words(tmp_path: 
     text = str(Report(EX, sol, [run("poll#1", JUDGED), bad]))
     assert "killed after your 2nd flush, before your 1st offset commit (seed 1)" in text
     assert "runs failing: seed 1, flush#2" in text
+
+
+def test_under_a_live_fault_a_first_process_that_raised_hands_over_to_its_successor():
+    tb = "Traceback (your code):\nRuntimeError: output not confirmed"
+    events = [e("stage-0", "raised", detail=tb)]
+    endings = [("stage-0", "raised", ""), ("stage-1", "done", "")]
+    assert judge_state(events, endings, {}, live=True) == (JUDGED, "")
+    assert judge_state(events, endings, {})[0] == RAISED  # no live fault: the student's
+    # the successor raising too is the student's error
+    events.append(e("stage-1", "raised", detail=tb))
+    both = [("stage-0", "raised", ""), ("stage-1", "raised", "")]
+    assert judge_state(events, both, {}, live=True)[0] == RAISED
+    assert EX.live_faults == ("hold_request",) and "hold_request" in EX.faults
