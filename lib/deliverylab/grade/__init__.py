@@ -47,7 +47,8 @@ def _points(ex: Exercise, fault: str, only: list[str] | None) -> list[CrashPoint
 def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds: int = 1,
           faults: Iterable[str] | None = None, cluster: Any = None,
           seed_list: Iterable[int] | None = None, show: bool = True,
-          out: str | Path | None = None, points: Iterable[str] | None = None) -> Report:
+          out: str | Path | None = None, points: Iterable[str] | None = None,
+          until_fails: str | None = None) -> Report:
     """Grade ``solution`` (default: the exercise's file in ``labs/exercises``).
 
     Runs every fault of the exercise (or ``faults``), a crash fault once per searched
@@ -56,7 +57,9 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     started here and stopped afterwards). A file that cannot run (it does not compile,
     or lacks the function) is named in one line, before any cluster starts. ``show``
     prints the report (and, in a notebook, draws the failing cells' timelines); ``out``
-    also writes the JSON result.
+    also writes the JSON result. ``until_fails`` (a property's name) skips a fault's
+    remaining crash points for a seed once one run failed it: the calibration asks
+    only whether a wrong solution's cell is caught.
     """
     ex = exercise(exercise_id)
     path = _solution(ex, solution)
@@ -101,6 +104,8 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
                     if show:
                         print(f"  {f:<15} {run.label:<22} {run.seconds:5.1f} s  "
                               f"{_verdict(run)}", flush=True)
+                    if until_fails is not None and run.passed.get(until_fails) is False:
+                        break
     finally:
         if own:
             cluster.stop()

@@ -68,7 +68,7 @@ def test_grader_calibration(exercise_id: str, cluster):
             problems.append(f"wrong_{what} names fault {fault!r}, not one of {ex.faults}")
             continue
         report = dl.grade(ex.id, path, faults=[fault], seed_list=seeds, cluster=cluster,
-                          show=False, points=points)
+                          show=False, points=points, until_fails=prop)
         cell = report.cell(fault, prop)
         caught = sorted({r.seed for r in cell.failing})
         table.append((f"wrong_{what}", f"{fault} x {prop}",
