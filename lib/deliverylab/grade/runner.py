@@ -177,7 +177,7 @@ def judge_state(events: list[dict[str, Any]], endings: list[tuple[str, str, str]
         if of(process, "deadline"):
             return TIMEOUT, (f"not judged: {process} did not get through its input in "
                              f"{limit:.0f} s (a loaded host?)")
-        if i == 0 and plan and how == "done":
+        if i == 0 and plan.get("point") and how == "done":
             point = CrashPoint.parse(plan["point"])
             counter = CallCounter(plan.get("cycle", ()), point)
             ends = of(process, "end")

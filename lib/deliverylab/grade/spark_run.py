@@ -122,7 +122,7 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
             lines = path.read_text().splitlines() if path.exists() else []
             events = [json.loads(line) for line in lines if line.strip()]
             to_history(events, history)
-            state, reason = judge_state(events, endings, {}, DRIVER_TIMEOUT)
+            state, reason = judge_state(events, endings, plan, DRIVER_TIMEOUT)
             if state == JUDGED and not history.faults():
                 state, reason = UNPLACED, (f"not judged: the grader could not place its "
                                            f"{fault} in micro-batch {plan['crash_at']}")

@@ -139,3 +139,12 @@ def test_under_a_live_fault_a_first_process_that_raised_hands_over_to_its_succes
     both = [("stage-0", "raised", ""), ("stage-1", "raised", "")]
     assert judge_state(events, both, {}, live=True)[0] == RAISED
     assert EX.live_faults == ("hold_request",) and "hold_request" in EX.faults
+
+
+def test_a_spark_driver_killed_by_its_plan_hands_over_and_a_crash_query_driver_finishes():
+    spark_plan = {"crash": "kill_driver", "crash_at": 1}
+    killed = [("driver-0", "killed", ""), ("driver-1", "done", "")]
+    assert judge_state([], killed, spark_plan, 240) == (JUDGED, "")
+    assert judge_state([], [("driver-0", "done", "")], spark_plan, 240) == (JUDGED, "")
+    slow = judge_state([], [("driver-0", "timeout", "")], spark_plan, 240)
+    assert slow[0] == TIMEOUT and "in 240 s" in slow[1]
