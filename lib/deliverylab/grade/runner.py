@@ -62,12 +62,18 @@ class Run:
     fault: str
     seed: int
     counts: dict[str, int]
-    passed: dict[str, bool]
+    passed: dict[str, bool | None]
     result: C.Result | None = None
     history: History | None = None
     topics: tuple[str, str] = ("", "")
     seconds: float = 0.0
     plan: dict[str, Any] = field(default_factory=dict)
+    #: Tails of the stage processes' error output, when one failed on its own.
+    errors: list[str] = field(default_factory=list)
+    #: Anomalies judged outside the Checker (chapter 06's rows): example values.
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Where the final read-back found each example value: "output/1@37".
+    positions: dict[str, list[str]] = field(default_factory=dict)
     #: Judged, or why not (:data:`~deliverylab.grade.exercises.JUDGED` and the others),
     #: and the reason a student reads (their traceback, when their code raised).
     state: str = JUDGED
@@ -75,12 +81,6 @@ class Run:
     #: The crash point (``flush#2``) and where it landed in the student's words.
     point: str = ""
     crash: str = ""
-    #: Tails of the stage processes' error output, when one failed on its own.
-    errors: list[str] = field(default_factory=list)
-    #: Anomalies judged outside the Checker (chapter 06's rows): example values.
-    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: Where the final read-back found each example value: "output/1@37".
-    positions: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
