@@ -148,3 +148,116 @@ def test_a_spark_driver_killed_by_its_plan_hands_over_and_a_crash_query_driver_f
     assert judge_state([], [("driver-0", "done", "")], spark_plan, 240) == (JUDGED, "")
     slow = judge_state([], [("driver-0", "timeout", "")], spark_plan, 240)
     assert slow[0] == TIMEOUT and "in 240 s" in slow[1]
+
+
+class FakeCluster:
+    size = 1
+
+    def create_topic(self, name, partitions, config=None):
+        pass
+
+
+class FakeNemesis:
+    def __init__(self, cluster, history=None):
+        pass
+
+    def heal(self):
+        pass
+
+
+def script(stage_events: list[dict], endings: list[tuple[str, str]]):
+    """A Stage stand-in whose processes end as scripted and whose events are given."""
+    import time as _time
+
+    class FakeStage:
+        client_id = "student"
+
+        def __init__(self, *args):
+            self.started = []
+            self.names = {"in": args[3], "out": args[4]}  # the run's fresh topics
+
+        def run(self, process, plan):
+            self.started.append((process, plan))
+            return endings[len(self.started) - 1]
+
+        def read_events(self):
+            now = _time.monotonic()
+            return [{**ev, "t": now - 5 + i * 0.01,
+                     **({"topic": self.names[ev["topic"]]} if "topic" in ev else {})}
+                    for i, ev in enumerate(stage_events)]
+
+        def close(self):
+            pass
+
+    return FakeStage
+
+
+def wired(monkeypatch, stage_events, endings, output: list[str]):
+    """run_once with its cluster, processes and read-back stood in: the plumbing from
+    events to verdicts runs for real (History, Checker, redo bound, run state)."""
+    from deliverylab.grade import runner
+    from deliverylab.history import Read
+
+    values = [f"producer-0:{i}" for i in range(4)]
+
+    def write_input(cluster, topic, n, history, process="producer-0"):
+        for i, v in enumerate(values):
+            history.record("producer-0", "send", "ok", [v], topic=topic, partition=0,
+                           offset=i)
+
+    def read_back(cluster, topics, isolation):
+        src, sink = topics
+        return ([Read(src, 0, i, v) for i, v in enumerate(values)]
+                + [Read(sink, 0, i, v) for i, v in enumerate(output)])
+
+    monkeypatch.setattr(runner, "write_input", write_input)
+    monkeypatch.setattr(runner, "Nemesis", FakeNemesis)
+    monkeypatch.setattr(runner, "Stage", script(stage_events, endings))
+    monkeypatch.setattr(runner, "read_back", read_back)
+    return runner
+
+
+def poll(process, value, offset):
+    return {"process": process, "kind": "poll", "values": [value], "topic": "in",
+            "partition": 0, "offset": offset}
+
+
+def send(process, value):
+    return {"process": process, "kind": "send", "outcome": "ok", "values": [value],
+            "topic": "out"}
+
+
+def test_run_once_judges_an_off_by_one_commit_by_the_exact_bound(monkeypatch, tmp_path):
+    v = [f"producer-0:{i}" for i in range(4)]
+    events = [poll("stage-0", v[0], 0), poll("stage-0", v[1], 1), send("stage-0", v[0]),
+              send("stage-0", v[1]),
+              {"process": "stage-0", "kind": "commit", "outcome": "ok", "detail": "in/0@1"},
+              {"process": "stage-0", "kind": "fault", "fault": "crash_consumer",
+               "outcome": "info", "words": "after your 1st offset commit, before your 2nd "
+               "poll", "detail": "stage-0 is SIGKILLed after your 1st offset commit"},
+              poll("stage-1", v[1], 1), poll("stage-1", v[2], 2), poll("stage-1", v[3], 3),
+              send("stage-1", v[1]), send("stage-1", v[2]), send("stage-1", v[3])]
+    runner = wired(monkeypatch, events, [("killed", ""), ("done", "")],
+                   [v[0], v[1], v[1], v[2], v[3]])
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    assert run.state == JUDGED and run.point == "commit#1"
+    assert run.crash == "after your 1st offset commit, before your 2nd poll"
+    assert run.counts["redo_beyond"] == 1 and run.counts["pipeline_extra"] == 1
+    assert run.passed == {"nothing_lost": True, "one_batch_redone": False, "finishes": True}
+    assert run.examples["pipeline_extra"] == [{"value": v[1]}]
+
+
+def test_run_once_does_not_judge_a_crash_it_could_not_place(monkeypatch, tmp_path):
+    v = [f"producer-0:{i}" for i in range(4)]
+    events = [*(poll("stage-0", x, i) for i, x in enumerate(v)),
+              *(send("stage-0", x) for x in v),
+              {"process": "stage-0", "kind": "end", "counts": {"poll": 1, "flush": 1,
+                                                               "commit": 0}}]
+    runner = wired(monkeypatch, events, [("done", "")], v)
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    assert run.state == UNPLACED and set(run.passed.values()) == {None}
+    assert "your run made 0 offset commit calls" in run.reason
