@@ -261,3 +261,26 @@ def test_run_once_does_not_judge_a_crash_it_could_not_place(monkeypatch, tmp_pat
     run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
     assert run.state == UNPLACED and set(run.passed.values()) == {None}
     assert "your run made 0 offset commit calls" in run.reason
+
+
+def test_run_once_hands_a_raise_on_the_live_fault_to_a_successor(monkeypatch, tmp_path):
+    import types
+
+    v = [f"producer-0:{i}" for i in range(4)]
+    tb = "Traceback (your code):\nRuntimeError: output not confirmed"
+    events = [poll("stage-0", v[0], 0), {"process": "stage-0", "kind": "raised",
+                                          "detail": tb},
+              *(poll("stage-1", x, i) for i, x in enumerate(v)),
+              *(send("stage-1", x) for x in v)]
+    runner = wired(monkeypatch, events, [("raised", ""), ("done", "")], v)
+    held = types.SimpleNamespace(handle=types.SimpleNamespace(held=["a request"]))
+    monkeypatch.setattr(FakeNemesis, "hold_request", lambda self, **kw: held, raising=False)
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "hold_request", 1, FakeCluster())
+    assert run.state == JUDGED and run.ok
+    # the same raise with no live fault is the student's error, on top of the report
+    runner = wired(monkeypatch, events[:2], [("raised", "")], v)
+    run = runner.run_once(EX, sol, "none", 1, FakeCluster())
+    assert run.state == RAISED and run.errors[0] == tb
+    assert run.passed == {"nothing_lost": None, "one_batch_redone": None, "finishes": False}
