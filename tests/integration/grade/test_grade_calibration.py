@@ -22,7 +22,9 @@ import pytest
 import deliverylab as dl
 from deliverylab.grade import EXERCISES
 
-SEEDS = [1, 2]
+#: One seed: the crash points are searched (6 per crash fault), so a second seed would
+#: only vary timing, at twice the cost; bench/grade.py --seeds 20 measures stability.
+SEEDS = [1]
 #: Fewer seeds and points where a run starts a Spark driver (exercise 05): ~15 s each.
 SEEDS_OF = {"05": [2]}
 POINTS_OF = {"05": ["batch#2"]}
