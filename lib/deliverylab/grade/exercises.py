@@ -72,6 +72,11 @@ class Exercise:
     #: (:mod:`deliverylab.grade.search`).
     crash_faults: tuple[str, ...] = ()
     boundaries: tuple[str, ...] = ()
+    #: Boundaries a correct loop may never call (04's own offset commit: a correct loop
+    #: sends its offsets in the transaction). A crash point of such a kind that the
+    #: student's run never reached at all is no crash point of their code: the run is
+    #: judged as it ran, not "not judged".
+    optional_boundaries: tuple[str, ...] = ()
     depth: int = 2
     #: Faults that make one of the student's calls fail while their process lives: a
     #: stage that raises on it is restarted once (as a service manager would), and only
@@ -225,7 +230,8 @@ TRANSACTION_LOOP = Exercise(
     ),
     transactional=True, aborted_input=5, params=STAGE_PARAMS,
     crash_faults=("crash_consumer",),
-    boundaries=("poll", "send_offsets", "commit_transaction"),
+    boundaries=("poll", "commit", "send_offsets", "commit_transaction"),
+    optional_boundaries=("commit",),
 )
 
 IDEMPOTENT_HANDLER = Exercise(

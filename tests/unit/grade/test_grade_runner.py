@@ -31,7 +31,7 @@ def test_the_input_is_uneven_so_that_batches_span_partitions():
 
 def test_the_plan_names_the_point_the_calls_counted_and_the_fault():
     assert PLAN == {"point": "flush#2", "cycle": ["poll", "flush", "commit"],
-                    "fault": "crash_consumer"}
+                    "fault": "crash_consumer", "optional": []}
     assert stage_plan(EX, "none", None) == {}
 
 
@@ -65,6 +65,22 @@ def test_a_crash_the_run_never_reached_is_the_graders_problem():
     assert state == UNPLACED
     assert reason == ("not judged: the grader could not place its crash after your 2nd "
                       "flush: your run made 1 flush call")
+
+
+def test_a_call_a_correct_loop_never_makes_is_no_crash_point_of_theirs():
+    """04: a loop that sends its offsets in the transaction never commits them itself;
+    the kill planned after its 1st offset commit never comes, and the run is judged as
+    it ran. A loop that commits once, then no more, is still the grader's problem."""
+    plan = stage_plan(exercise("04"), "crash_consumer", CrashPoint("commit", 1))
+    never = [e("stage-0", "end", counts={"poll": 6, "commit_transaction": 6})]
+    assert judge_state(never, [("stage-0", "done", "")], plan) == (JUDGED, "")
+    plan2 = stage_plan(exercise("04"), "crash_consumer", CrashPoint("commit", 2))
+    once = [e("stage-0", "end", counts={"poll": 6, "commit": 1})]
+    assert judge_state(once, [("stage-0", "done", "")], plan2)[0] == UNPLACED
+    # 02's commit is no optional call: a loop that never commits is not judged there
+    never02 = [e("stage-0", "end", counts={"poll": 6, "flush": 6})]
+    plan02 = stage_plan(EX, "crash_consumer", CrashPoint("commit", 1))
+    assert judge_state(never02, [("stage-0", "done", "")], plan02)[0] == UNPLACED
 
 
 def test_a_grader_failure_or_an_unplanned_kill_is_not_judged():

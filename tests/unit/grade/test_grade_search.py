@@ -35,8 +35,8 @@ def test_points_are_every_boundary_over_the_first_batches_in_run_order():
 def test_each_exercise_searches_its_own_boundaries_and_other_faults_run_once():
     assert len(exercise("02").points("crash_consumer")) == 6
     assert exercise("02").points("lose_ack") == [None]
-    assert [p.name for p in exercise("04").points("crash_consumer")][:3] == [
-        "poll#1", "send_offsets#1", "commit_transaction#1"]
+    assert [p.name for p in exercise("04").points("crash_consumer")][:4] == [
+        "poll#1", "commit#1", "send_offsets#1", "commit_transaction#1"]
     assert [p.name for p in exercise("06").points("kill_after_db")] == [
         "db_commit#1", "db_commit#2", "db_commit#3"]
     assert exercise("06").points("none") == [None]
