@@ -2,13 +2,17 @@
 
 Your stage copies every record of an input topic to an output topic. The lab runs this
 file in a process of its own, on a real cluster, and breaks it: it SIGKILLs the process
-mid-run (a fresh process in the same consumer group then takes over), and it loses an
-acknowledgement of your producer. Then it checks the output:
+right after one of your calls -- each of your first polls, flushes and commits in turn,
+one run each -- and a fresh process in the same consumer group takes over; it loses an
+acknowledgement of your producer; and it makes one of your writes fail for good (no
+answer within ``message.timeout.ms``). Then it checks the output:
 
 - nothing lost: every input value reaches the output topic;
 - at most one batch redone: after a crash, the restarted stage redoes at most the batch
-  that was in flight (and with no fault, nothing twice);
-- finishes: your loop returns once ``running()`` is False, without raising.
+  that was in flight, and nothing your loop had committed (with no fault, nothing twice);
+- finishes: your loop returns once ``running()`` is False, without raising -- except
+  when a write failed for good: then raise without committing, and the lab restarts your
+  stage, as a service manager would.
 
 Grade it from the chapter (``dl.grade("02")``) or a terminal::
 
@@ -22,7 +26,8 @@ The contract (what the lab gives you):
   ``enable.auto.commit=False``) plus your ``CONSUMER_SETTINGS`` below. ``commit()``
   is made synchronously, whatever you pass.
 - ``producer``: a confluent_kafka ``Producer`` (acks=all, retries; it batches records
-  for 100 ms, ``linger.ms``).
+  for 100 ms, ``linger.ms``; a write with no answer within 3 s fails for good,
+  ``message.timeout.ms=3000``).
 - ``output_topic``: where to write each record: same value, same key.
 - ``running()``: True while there is input left to process.
 

@@ -22,7 +22,9 @@ from typing import Any
 
 from ..errors import bad_value
 from .exercises import EXERCISES, Exercise, exercise
+from .precheck import problem
 from .report import Report
+from .search import CrashPoint
 
 __all__ = ["EXERCISES", "Exercise", "Report", "exercise", "grade"]
 
@@ -35,23 +37,31 @@ def _solution(ex: Exercise, solution: str | Path | None) -> Path:
     return path.resolve()
 
 
-def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds: int = 3,
+def _points(ex: Exercise, fault: str, only: list[str] | None) -> list[CrashPoint | None]:
+    every = ex.points(fault)
+    if only is None or every == [None]:
+        return every
+    return [p for p in every if p is not None and p.name in only]
+
+
+def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds: int = 1,
           faults: Iterable[str] | None = None, cluster: Any = None,
           seed_list: Iterable[int] | None = None, show: bool = True,
-          out: str | Path | None = None) -> Report:
+          out: str | Path | None = None, points: Iterable[str] | None = None,
+          until_fails: str | None = None) -> Report:
     """Grade ``solution`` (default: the exercise's file in ``labs/exercises``).
 
-    Runs every fault of the exercise (or ``faults``) with seeds ``1..seeds`` (or
+    Runs every fault of the exercise (or ``faults``), a crash fault once per searched
+    crash point (or only ``points``, e.g. ``["flush#2"]``), with seeds ``1..seeds`` (or
     ``seed_list``) on ``cluster`` (default: a one-broker cluster with a fault proxy,
-    started here and stopped afterwards). ``show`` prints the report (and, in a
-    notebook, draws the failing cells' timelines); ``out`` also writes the JSON result.
+    started here and stopped afterwards). A file that cannot run (it does not compile,
+    or lacks the function) is named in one line, before any cluster starts. ``show``
+    prints the report (and, in a notebook, draws the failing cells' timelines); ``out``
+    also writes the JSON result. ``until_fails`` (a property's name) skips a fault's
+    remaining crash points for a seed once one run failed it: the calibration asks
+    only whether a wrong solution's cell is caught.
     """
     ex = exercise(exercise_id)
-    if ex.kind == "foreach_batch":  # a Spark driver per run
-        from .spark_run import run_spark as run_once
-    else:
-        from .runner import run_once  # the runner pulls in the clients
-
     path = _solution(ex, solution)
     chosen = list(ex.faults if faults is None else faults)
     for f in chosen:
@@ -60,6 +70,24 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     seed_values = list(range(1, seeds + 1) if seed_list is None else seed_list)
     if not seed_values or not all(isinstance(s, int) for s in seed_values):
         raise bad_value("seeds", seed_values, "one or more whole numbers")
+    only = None if points is None else list(points)
+    every = {p.name for f in chosen for p in ex.points(f) if p is not None}
+    for name in only or []:
+        if name not in every:
+            raise bad_value("point", name, "one of " + (", ".join(sorted(every)) or
+                                                         "none: no crash fault chosen"))
+    broken = problem(path, ex.function, ex.params)
+    if broken is not None:  # named first: no cluster, no run
+        report = Report(ex, path, [], 0.0, broken=broken)
+        if out is not None:
+            report.save(out)
+        if show:
+            print(report, flush=True)
+        return report
+    if ex.kind == "foreach_batch":  # a Spark driver per run
+        from .spark_run import run_spark as run_once
+    else:
+        from .runner import run_once  # the runner pulls in the clients
     own = cluster is None
     if own:
         from ..cluster import Cluster
@@ -70,12 +98,14 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     try:
         for f in chosen:
             for s in seed_values:
-                run = run_once(ex, path, f, s, cluster)
-                runs.append(run)
-                if show:
-                    bad = [p for p, ok in run.passed.items() if not ok]
-                    print(f"  {f:<15} seed {s:<3} {run.seconds:5.1f} s  "
-                          f"{'ok' if not bad else 'FAIL ' + ', '.join(bad)}", flush=True)
+                for point in _points(ex, f, only):
+                    run = run_once(ex, path, f, s, cluster, point)
+                    runs.append(run)
+                    if show:
+                        print(f"  {f:<15} {run.label:<22} {run.seconds:5.1f} s  "
+                              f"{_verdict(run)}", flush=True)
+                    if until_fails is not None and run.passed.get(until_fails) is False:
+                        break
     finally:
         if own:
             cluster.stop()
@@ -86,6 +116,15 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
         print(report, flush=True)
         _draw(report)
     return report
+
+
+def _verdict(run: Any) -> str:
+    bad = [p for p, ok in run.passed.items() if ok is False]
+    if bad:
+        return "FAIL " + ", ".join(bad)
+    if any(ok is None for ok in run.passed.values()):
+        return "not judged: " + (run.reason.splitlines() or [run.state])[-1]
+    return "ok"
 
 
 def _draw(report: Report) -> None:

@@ -24,11 +24,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("exercise", help=f"one of {names}")
     p.add_argument("solution", nargs="?", default=None,
                    help="your .py file (default: labs/exercises/<NN>_<name>.py)")
-    p.add_argument("--seeds", type=int, default=3, help="seeds 1..N per fault (default 3)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="seeds 1..N per fault and crash point (default 1: the crash points "
+                   "are searched, the seed varies only what depends on timing)")
     p.add_argument("--seed", type=int, action="append", default=None,
                    help="run exactly this seed (repeatable): replays one run")
     p.add_argument("--fault", action="append", default=None,
                    help="run only this fault (repeatable)")
+    p.add_argument("--point", action="append", default=None,
+                   help="run only this crash point, e.g. flush#2 (repeatable): replays one run")
     p.add_argument("--json", type=Path, default=None, help="write the JSON result here")
     p.add_argument("--plots", type=Path, default=None,
                    help="save a timeline PNG per failing cell in this folder")
@@ -39,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         report = grade(args.exercise, args.solution, seeds=args.seeds, faults=args.fault,
-                       seed_list=args.seed, out=args.json)
+                       seed_list=args.seed, out=args.json, points=args.point)
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"timeline: {png}")
     if args.json is not None:
         print(f"result: {args.json}")
-    return 0 if report.failed == 0 else 1
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ write one JSON line per thing that happened (``poll``, ``handed`` to the produce
 parent turns those lines into History ops (:func:`deliverylab.grade.runner.to_history`).
 Every line is written through at once, so it survives the ``SIGKILL`` that ends the run.
 
-The kill plan (``kill_after_commits``, ``kill_at_value``) is the seeded crash: the
-process SIGKILLs itself right after its n-th offset commit returned, or when it hands
-its k-th value to the producer, whichever comes first.
+The crash is searched (:mod:`deliverylab.grade.search`): the spec names a point
+(``flush#2``) and the process SIGKILLs itself right after that call of the student's
+returned, counted, never timed. A student's exception is recorded with its traceback
+(``raised``) and the child exits with :data:`RAISED`: the parent judges no delivery
+property of code that did not run to its end.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import signal
 import sqlite3
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +38,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from ..clients import config
 from ..history import outcome_of
 from ..values import decode
+from .search import CallCounter, CrashPoint, db_commit
 
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
 #: redoes at most one batch" means the same thing for every solution.
@@ -65,35 +69,30 @@ def _offsets_text(offsets: list[TopicPartition]) -> str:
 
 
 class KillPlan:
-    """The seeded crash: SIGKILL after the n-th commit, or at the k-th value handed.
+    """The searched crash: SIGKILL right after the student's n-th call of one kind.
 
-    ``counts`` says which call is "a commit": the consumer's ``commit`` (exercise 02)
-    or the producer's ``commit_transaction`` (exercise 04)."""
+    Every boundary call the student makes is counted (:class:`~deliverylab.grade.search.
+    CallCounter`), whether or not this run kills there, so that the end of a run can
+    say how far the student's code got, and the kill names its place in their words."""
 
-    def __init__(self, events: Events, after_commits: int | None,
-                 at_value: int | None, counts: str = "commit") -> None:
-        self.events = events
-        self.after_commits, self.at_value, self.counts = after_commits, at_value, counts
-        self.commits = 0
-        self.handed = 0
+    def __init__(self, events: Events, point: CrashPoint | None = None,
+                 cycle: tuple[str, ...] | list[str] = (), fault: str = "crash_consumer") -> None:
+        self.events, self.fault = events, fault
+        self.counter = CallCounter(cycle, point)
+        #: Explicit commits whose on_commit callback librdkafka still owes (an auto-commit
+        #: consumer's callback also reports them: counted once, by the wrapper).
+        self.owed_callbacks = 0
 
-    def _kill(self, why: str) -> None:
-        self.events.write("fault", fault="crash_consumer", outcome="info",
-                          detail=f"{self.events.process} is SIGKILLed {why}")
-        self.events.file.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    def committed(self, call: str = "commit") -> None:
-        if call != self.counts:
-            return
-        self.commits += 1
-        if self.after_commits is not None and self.commits >= self.after_commits:
-            self._kill(f"right after its {self.counts} #{self.commits} returned")
-
-    def handing(self) -> None:
-        self.handed += 1
-        if self.at_value is not None and self.handed >= self.at_value:
-            self._kill(f"while handing its value #{self.handed} to the producer")
+    def after(self, kind: str) -> None:
+        """One call of ``kind`` returned: die now if this is the planned point."""
+        if self.counter.saw(kind):
+            words = self.counter.words(kind)
+            self.events.write("fault", fault=self.fault, outcome="info",
+                              point=self.counter.point.name if self.counter.point else None,
+                              words=words,
+                              detail=f"{self.events.process} is SIGKILLed {words}")
+            self.events.file.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 class StudentConsumer:
@@ -111,11 +110,15 @@ class StudentConsumer:
         return getattr(self._c, name)
 
     def _record(self, msgs: list[Any]) -> list[Any]:
+        got = False
         for m in msgs:
             if m is not None and not m.error():
+                got = True
                 value = _value_text(m.value())
                 self._events.write("poll", values=[value] if value else [], topic=m.topic(),
                                    partition=m.partition(), offset=m.offset())
+        if got:  # a poll that handed the student messages is a boundary
+            self._plan.after("poll")
         return msgs
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
@@ -150,7 +153,14 @@ class StudentConsumer:
             self._events.write("commit", outcome="fail", detail=what, error=str(exc))
             raise
         self._events.write("commit", outcome="ok", detail=what)
-        self._plan.committed("commit")
+        self._plan.owed_callbacks += 1
+        self._plan.after("commit")
+        return result
+
+    def store_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        """Stored, not committed: auto-commit commits it later (see :func:`auto_commits`)."""
+        result = self._c.store_offsets(*args, **kwargs)
+        self._events.write("store_offsets", outcome="ok")
         return result
 
 
@@ -186,13 +196,20 @@ class StudentProducer:
 
     def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: Any,
                                     *args: Any) -> Any:
-        return self._end("send_offsets", self._p.send_offsets_to_transaction, offsets,
-                         metadata, *args, detail=_offsets_text(offsets))
+        result = self._end("send_offsets", self._p.send_offsets_to_transaction, offsets,
+                           metadata, *args, detail=_offsets_text(offsets))
+        self._plan.after("send_offsets")
+        return result
 
     def commit_transaction(self, *args: Any) -> Any:
         result = self._end("commit_txn", self._p.commit_transaction, *args)
         self._txn = None
-        self._plan.committed("commit_transaction")
+        self._plan.after("commit_transaction")
+        return result
+
+    def flush(self, *args: Any, **kwargs: Any) -> Any:
+        result = self._p.flush(*args, **kwargs)
+        self._plan.after("flush")
         return result
 
     def abort_transaction(self, *args: Any) -> Any:
@@ -211,8 +228,6 @@ class StudentProducer:
                 **kwargs: Any) -> None:
         user = on_delivery or callback
         text = _value_text(value)
-        self._plan.handing()
-
         txn = self._txn
 
         def report(err: KafkaError | None, msg: Any) -> None:
@@ -229,19 +244,44 @@ class StudentProducer:
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
 
 
+#: Attributes a student may set on their database: they belong to the connection.
+CONNECTION_SETTINGS = frozenset({"isolation_level", "row_factory", "text_factory",
+                                 "autocommit"})
+
+
 class StudentDatabase:
-    """The handler's database: a ``sqlite3`` connection whose commits are recorded (as
-    ``db_write`` of the message being handled) and counted for the crash plan."""
+    """The handler's database: a ``sqlite3`` connection whose commits are seen however
+    they are made (``with db:``, ``db.commit()``, an SQL ``COMMIT``/``END``, an
+    autocommit write: :func:`~deliverylab.grade.search.db_commit` over sqlite3's trace
+    of the statements), recorded as ``db_write`` of the message being handled, and
+    counted for the crash plan (``db_commit``)."""
 
     def __init__(self, conn: sqlite3.Connection, events: Events,
-                 after_commits: int | None) -> None:
-        self._conn, self._events, self.after_commits = conn, events, after_commits
+                 plan: KillPlan | None = None) -> None:
+        self._conn, self._events, self.plan = conn, events, plan
         self.commits = 0
         self.message: str | None = None
         self.armed = False
+        self._statements: list[str] = []
+        self._changes = conn.total_changes
+        conn.set_trace_callback(self._statements.append)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in CONNECTION_SETTINGS:  # db.isolation_level = None: the connection's
+            setattr(self._conn, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def look(self) -> None:
+        """After each call into the database: did it just commit?"""
+        statements, self._statements[:] = list(self._statements), []
+        done, self._changes = db_commit(statements, self._conn.in_transaction,
+                                        self._conn.total_changes, self._changes)
+        if done:
+            self._committed()
 
     def _committed(self) -> None:
         if not self.armed:
@@ -249,37 +289,113 @@ class StudentDatabase:
         self.commits += 1
         self._events.write("db_write", outcome="ok", values=[self.message] if self.message
                            else [], detail=f"database commit #{self.commits}")
-        if self.after_commits is not None and self.commits >= self.after_commits:
-            self._events.write("fault", fault="kill_after_db", outcome="info",
-                               detail=f"{self._events.process} is SIGKILLed right after "
-                               f"database commit #{self.commits}, before its offset commit")
-            self._events.file.flush()
-            os.kill(os.getpid(), signal.SIGKILL)
+        if self.plan is not None:
+            self.plan.after("db_commit")
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return getattr(self._conn, name)(*args, **kwargs)
+        finally:
+            self.look()
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        return _Cursor(self._call("execute", *args, **kwargs), self)
+
+    def executemany(self, *args: Any, **kwargs: Any) -> Any:
+        return _Cursor(self._call("executemany", *args, **kwargs), self)
+
+    def executescript(self, *args: Any, **kwargs: Any) -> Any:
+        return _Cursor(self._call("executescript", *args, **kwargs), self)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        return _Cursor(self._conn.cursor(*args, **kwargs), self)
 
     def commit(self) -> None:
-        self._conn.commit()
-        self._committed()
+        self._call("commit")
+
+    def rollback(self) -> None:
+        self._call("rollback")
 
     def __enter__(self) -> StudentDatabase:
         self._conn.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> Any:
-        result = self._conn.__exit__(*exc)
-        if exc[0] is None:
-            self._committed()
-        return result
+        try:
+            return self._conn.__exit__(*exc)
+        finally:
+            self.look()
+
+
+class _Cursor:
+    """A cursor whose statements the database looks at too (a ``COMMIT`` run through
+    ``db.cursor().execute`` is a commit like any other)."""
+
+    def __init__(self, cursor: sqlite3.Cursor, db: StudentDatabase) -> None:
+        self._cur, self._db = cursor, db
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cur, name)
+
+    def __iter__(self) -> Any:
+        return iter(self._cur)
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> _Cursor:
+        try:
+            getattr(self._cur, name)(*args, **kwargs)
+        finally:
+            self._db.look()
+        return self
+
+    def execute(self, *args: Any, **kwargs: Any) -> _Cursor:
+        return self._call("execute", *args, **kwargs)
+
+    def executemany(self, *args: Any, **kwargs: Any) -> _Cursor:
+        return self._call("executemany", *args, **kwargs)
+
+    def executescript(self, *args: Any, **kwargs: Any) -> _Cursor:
+        return self._call("executescript", *args, **kwargs)
+
+
+#: The exit code of a child whose student code raised (its traceback is in the events).
+RAISED = 3
+
+
+class StudentRaised(Exception):
+    """The student's code raised: recorded, and the child exits with :data:`RAISED`."""
+
+
+def student_traceback(exc: BaseException, path: str) -> str:
+    """The traceback as the student needs it: the frames of their file, then the error.
+
+    The grader's own frames (the wrappers, the loop around a handler) are left out: the
+    student reads their mistake, not the lab's plumbing."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if Path(f.filename).resolve() == Path(path).resolve()]
+    lines = ["Traceback (your code):", *traceback.format_list(frames)] if frames else []
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip()
+
+
+def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
+    """Call the student's code; an exception becomes a ``raised`` event."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        events.write("raised", outcome="fail", detail=student_traceback(exc, path))
+        events.file.flush()
+        raise StudentRaised(str(exc)) from exc
 
 
 def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
-                module: Any, running: Callable[[], bool]) -> None:
+                module: Any, running: Callable[[], bool], plan: KillPlan | None = None) -> None:
     """The lab's own consumer loop around a student's per-message handler: poll a
     batch, call the handler for each message, then commit the batch's offsets."""
-    db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events,
-                         spec.get("kill_after_db_commits"))
+    db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan)
+    path = spec.get("solution", "")
     setup = getattr(module, "setup", None)
     if callable(setup):
-        setup(db)
+        call_student(events, path, setup, db)
         db.commit()
     db.armed = True
     handle = getattr(module, spec["function"])
@@ -292,8 +408,10 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
             if value is None:
                 continue
             db.message = value
-            handle(db, value, {"order_id": value, "amount": decode(m.value()).seq},
-                   (m.topic(), m.partition(), m.offset()))
+            call_student(events, path, handle, db, value,
+                         {"order_id": value, "amount": decode(m.value()).seq},
+                         (m.topic(), m.partition(), m.offset()))
+            db.look()  # a commit through a connection the wrapper never saw
         if msgs:
             offsets = [TopicPartition(m.topic(), m.partition(), m.offset() + 1)
                        for m in msgs]
@@ -302,13 +420,18 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
     db.close()
 
 
-def load_solution(path: str, function: str) -> Callable:
-    """The student's function, from their file; one clear line if it is not there."""
+def load_solution(path: str, function: str, events: Events | None = None) -> Callable:
+    """The student's function, from their file; one clear line if it is not there
+    (the parent's :mod:`~deliverylab.grade.precheck` names that before any run). Their
+    module-level code raising is their error (``raised``), as in their function."""
     spec = importlib.util.spec_from_file_location("student_solution", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"solution={path!r} is not accepted; expected a .py file")
     module: ModuleType = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    if events is None:
+        spec.loader.exec_module(module)
+    else:
+        call_student(events, path, spec.loader.exec_module, module)
     fn = getattr(module, function, None)
     if not callable(fn):
         raise SystemExit(f"{path} defines no function {function}(); the exercise's "
@@ -333,15 +456,36 @@ def caught_up(consumer: Consumer, ends: dict[int, int], topic: str) -> bool:
     return True
 
 
+def _auto_commit(conf: dict[str, Any]) -> bool:
+    return str(conf.get("enable.auto.commit", True)).lower() in ("true", "1")
+
+
 def run(spec: dict[str, Any]) -> int:
     """Run the student's loop once, as the spec says; returns the exit code."""
     events = Events(spec["events"], spec["process"])
-    plan = KillPlan(events, spec.get("kill_after_commits"), spec.get("kill_at_value"),
-                    spec.get("commit_call", "commit"))
-    fn = load_solution(spec["solution"], spec["function"])
+    point = CrashPoint.parse(spec["point"]) if spec.get("point") else None
+    plan = KillPlan(events, point, spec.get("cycle", ()), spec.get("fault", "crash_consumer"))
+    try:
+        fn = load_solution(spec["solution"], spec["function"], events)
+    except StudentRaised:
+        return RAISED
     consumer_conf = {**spec["consumer"], **fn.consumer_settings,
                      "group.id": spec["group"]}
-    consumer = Consumer(config(spec["bootstrap"], **consumer_conf))
+    client_conf = dict(consumer_conf)
+    if _auto_commit(consumer_conf):  # librdkafka's timer commits: seen as commits too
+
+        def auto(err: KafkaError | None, offsets: list[TopicPartition]) -> None:
+            if plan.owed_callbacks > 0:  # the report of a commit() already recorded
+                plan.owed_callbacks -= 1
+                return
+            events.write("commit", outcome="ok" if err is None else "fail",
+                         detail=_offsets_text([tp for tp in offsets if tp.offset >= 0]),
+                         error=str(err) if err is not None else None)
+            if err is None:
+                plan.after("commit")
+
+        client_conf["on_commit"] = auto
+    consumer = Consumer(config(spec["bootstrap"], **client_conf))
     producer = Producer(config(spec["bootstrap"], **spec["producer"]))
     if "transactional.id" in spec["producer"]:  # the lab's part: this instance's epoch
         producer.init_transactions(30)
@@ -351,25 +495,34 @@ def run(spec: dict[str, Any]) -> int:
     last_check = [0.0, False]
 
     def running() -> bool:
-        """False once the input is processed (checked at most 5 times a second)."""
+        """False once the input is processed (checked at most 5 times a second), or
+        at the deadline -- said in the events, so that the parent does not judge a
+        run that never got through its input."""
         now = time.monotonic()
         if now > deadline:
+            if last_check[1] is not None:
+                events.write("deadline", detail=f"{spec['timeout']:.0f} s passed before "
+                             "the input was processed")
+            last_check[1] = None
             return False
-        if now - last_check[0] >= 0.2:
+        if now - last_check[0] >= 0.2 and last_check[1] is False:
             last_check[:] = [now, caught_up(consumer, ends, spec["input"])]
-        return not last_check[1]
+            if last_check[1]:
+                events.write("stopped", detail="running() is False: the input is processed")
+        return last_check[1] is False
 
     consumer.subscribe([spec["input"]])
     events.write("start", detail=" ".join(f"{k}={v}" for k, v in sorted(consumer_conf.items())
                                           if k != "group.id"))
-    if spec.get("kind") == "handler":
-        run_handler(spec, events, consumer, fn.module, running)
-        events.write("end", detail="the loop returned")
-        consumer.close()
-        return 0
-    fn(StudentConsumer(consumer, events, plan), StudentProducer(producer, events, plan),
-       spec["output"], running)
-    events.write("end", detail="the loop returned")
+    try:
+        if spec.get("kind") == "handler":
+            run_handler(spec, events, consumer, fn.module, running, plan)
+        else:
+            call_student(events, spec["solution"], fn, StudentConsumer(consumer, events, plan),
+                         StudentProducer(producer, events, plan), spec["output"], running)
+    except StudentRaised:
+        return RAISED
+    events.write("end", counts=plan.counter.counts, detail="the loop returned")
     consumer.close()
     return 0
 

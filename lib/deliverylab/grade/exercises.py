@@ -17,9 +17,17 @@ from typing import Any
 
 from ..errors import bad_value
 from ..faults import FAULTS
+from .search import CrashPoint, crash_points
 
 #: The repository root (exercises live in labs/, references in solutions/).
 ROOT = Path(__file__).resolve().parents[3]
+
+#: A run's state: judged, or why not (the student's code raised or hung; the run ran
+#: out of time; the grader could not place its crash; the grader's own run failed).
+JUDGED, RAISED, HUNG, TIMEOUT, UNPLACED, BROKEN = (
+    "judged", "raised", "hung", "timeout", "unplaced", "grader_error")
+#: The states that are the student's doing: ``finishes`` fails, nothing else is judged.
+STUDENT_STATES = (RAISED, HUNG)
 
 
 @dataclass(frozen=True)
@@ -57,11 +65,23 @@ class Exercise:
     #: by every stage process: a restarted stage fences its predecessor), the consumer
     #: and the final read-back use read_committed.
     transactional: bool = False
-    #: The call that counts as "a commit" for the crash plan.
-    commit_call: str = "commit"
-    #: How many times ``crash_consumer`` kills the stage (2: right after a commit, then
-    #: the restarted stage mid-way), before the last stage runs to the end.
-    crashes: int = 1
+    #: The contract's arguments (the parent checks the signature before any run).
+    params: tuple[str, ...] = ()
+    #: The faults that kill the student's process at searched crash points, the calls
+    #: the child counts for them (in a correct loop's order) and over how many of each
+    #: (:mod:`deliverylab.grade.search`).
+    crash_faults: tuple[str, ...] = ()
+    boundaries: tuple[str, ...] = ()
+    #: Boundaries a correct loop may never call (04's own offset commit: a correct loop
+    #: sends its offsets in the transaction). A crash point of such a kind that the
+    #: student's run never reached at all is no crash point of their code: the run is
+    #: judged as it ran, not "not judged".
+    optional_boundaries: tuple[str, ...] = ()
+    depth: int = 2
+    #: Faults that make one of the student's calls fail while their process lives: a
+    #: stage that raises on it is restarted once (as a service manager would), and only
+    #: then judged; a raise is the right answer to a write that failed for good.
+    live_faults: tuple[str, ...] = ()
     #: Values of one aborted transaction the lab adds to the input.
     aborted_input: int = 0
     #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
@@ -92,6 +112,33 @@ class Exercise:
         return {p.stem.removeprefix("wrong_"): p
                 for p in sorted(self.solutions.glob("wrong_*.py"))}
 
+    def correct(self) -> dict[str, Path]:
+        """The solutions that must pass every cell: the reference, and any other correct
+        one written differently (``correct_<how>.py``)."""
+        return {"reference": self.reference, **{
+            p.stem: p for p in sorted(self.solutions.glob("correct_*.py"))}}
+
+    def points(self, fault: str) -> list[CrashPoint | None]:
+        """Where ``fault`` kills, one run each ([None]: a fault that is not a crash)."""
+        if fault not in self.crash_faults:
+            return [None]
+        return list(crash_points(self.boundaries, self.depth))
+
+    def verdicts(self, fault: str, counts: dict[str, int],
+                 state: str = JUDGED) -> dict[str, bool | None]:
+        """Each property's verdict on one run: True, False, or None (not judged).
+
+        Only a run that ran to its end with its fault placed is judged. Code that raised
+        (or never returned once ``running()`` was False) fails ``finishes`` and nothing
+        else is judged: its History says nothing about delivery. A run that ran out of
+        time, or whose crash the grader could not place, is judged on nothing: that is
+        the grader's problem, never the student's failure."""
+        if state == JUDGED:
+            return {p.name: p.holds(counts, fault) for p in self.properties}
+        if state in STUDENT_STATES:
+            return {p.name: False if p.name == "finishes" else None for p in self.properties}
+        return {p.name: None for p in self.properties}
+
     def prop(self, name: str) -> Property:
         for p in self.properties:
             if p.name == name:
@@ -104,13 +151,20 @@ def _nothing_lost(counts: dict[str, int], fault: str) -> bool:
 
 
 def _one_batch_redone(batch: int) -> Callable[[dict[str, int], str], bool]:
+    """No fault: nothing twice. A lost ack: at most one batch (the producer resends its
+    request). A crash: at most one batch, and only values polled since the killed
+    process's last commit (``redo_beyond``, :func:`deliverylab.grade.search.redo_allowed`)."""
     def holds(counts: dict[str, int], fault: str) -> bool:
-        return counts.get("pipeline_extra", 0) <= (0 if fault == "none" else batch)
+        if fault == "none":
+            return counts.get("pipeline_extra", 0) == 0
+        return (counts.get("pipeline_extra", 0) <= batch
+                and counts.get("redo_beyond", 0) == 0)
     return holds
 
 
 def _finishes(counts: dict[str, int], fault: str) -> bool:
     return counts.get("unfinished", 0) == 0 and counts.get("fault_missed", 0) == 0
+
 
 
 FINISHES = Property(
@@ -119,15 +173,23 @@ FINISHES = Property(
     "Your loop must keep polling while running() is True, return when it is False, and "
     "never raise: read the child's error in the excerpt.")
 
+#: The arguments of a whole stage's loop (02, 04).
+STAGE_PARAMS = ("consumer", "producer", "output_topic", "running")
+
 CONSUME_LOOP = Exercise(
     id="02", name="consume_loop", chapter="02_at_least_once", function="consume_loop",
-    faults=("none", "crash_consumer", "lose_ack"),
+    faults=("none", "crash_consumer", "lose_ack", "hold_request"),
     properties=(
         Property("nothing_lost", "every input value reaches the output topic",
                  _nothing_lost,
                  "A restarted stage resumes after the last committed offset: a committed "
                  "offset is a promise that everything before it is done. Was it?",
-                 anomaly="pipeline_missing"),
+                 anomaly="pipeline_missing",
+                 fault_hints={"hold_request": "Here one of your writes failed for good: "
+                              "no answer within message.timeout.ms. flush() returns once "
+                              "nothing is queued, delivered or not: what told your loop "
+                              "that every write of the batch succeeded before it "
+                              "committed?"}),
         Property("one_batch_redone", "at most one batch is written twice (the batch in "
                  "flight when a crash or a lost ack hits; no fault: nothing twice)",
                  _one_batch_redone(10),
@@ -139,8 +201,11 @@ CONSUME_LOOP = Exercise(
                               "the producer before it waits for the writes?"}),
         FINISHES,
     ),
-    # Output batched for 100 ms (linger.ms): a produce() call is not a write.
-    settings={"linger.ms": 100},
+    # Output batched for 100 ms (linger.ms): a produce() call is not a write. A write
+    # with no answer in 3 s fails for good (hold_request holds one for longer).
+    settings={"linger.ms": 100, "message.timeout.ms": 3000, "request.timeout.ms": 3000},
+    params=STAGE_PARAMS, crash_faults=("crash_consumer",), live_faults=("hold_request",),
+    boundaries=("poll", "flush", "commit"),
 )
 
 def _exactly_once(counts: dict[str, int], fault: str) -> bool:
@@ -163,7 +228,10 @@ TRANSACTION_LOOP = Exercise(
                  "commit atomically, and at the right offset?", anomaly="pipeline_extra"),
         FINISHES,
     ),
-    transactional=True, commit_call="commit_transaction", crashes=2, aborted_input=5,
+    transactional=True, aborted_input=5, params=STAGE_PARAMS,
+    crash_faults=("crash_consumer",),
+    boundaries=("poll", "commit", "send_offsets", "commit_transaction"),
+    optional_boundaries=("commit",),
 )
 
 IDEMPOTENT_HANDLER = Exercise(
@@ -183,7 +251,8 @@ IDEMPOTENT_HANDLER = Exercise(
                  anomaly="missing_rows"),
         FINISHES,
     ),
-    kind="handler",
+    kind="handler", params=("db", "message_id", "order", "where"),
+    crash_faults=("kill_after_db",), boundaries=("db_commit",), depth=3,
 )
 
 FOREACH_BATCH = Exercise(
@@ -212,7 +281,8 @@ FOREACH_BATCH = Exercise(
                  "Your function must return for every batch without raising: read the "
                  "driver's error in the excerpt."),
     ),
-    values=40, batch=10, kind="foreach_batch",
+    values=40, batch=10, kind="foreach_batch", params=("df", "batch_id", "db"),
+    crash_faults=("crash_query", "kill_driver"), boundaries=("batch",), depth=3,
 )
 
 #: Every exercise, by id ("02") and by name ("consume_loop").

@@ -37,21 +37,33 @@ class Cell:
 
     @property
     def passed(self) -> int:
-        return sum(r.passed[self.prop.name] for r in self.runs)
+        return sum(r.passed[self.prop.name] is True for r in self.runs)
 
     @property
     def failing(self) -> list[Run]:
-        return [r for r in self.runs if not r.passed[self.prop.name]]
+        return [r for r in self.runs if r.passed[self.prop.name] is False]
+
+    @property
+    def unjudged(self) -> list[Run]:
+        return [r for r in self.runs if r.passed[self.prop.name] is None]
 
     @property
     def ok(self) -> bool:
-        return not self.failing
+        """Every run judged and passed (a run not judged is never a pass)."""
+        return bool(self.runs) and not self.failing and not self.unjudged
+
+    @property
+    def state(self) -> str:
+        """"ok", "FAIL" (some run failed) or "not judged" (none failed, some not judged)."""
+        return "FAIL" if self.failing else "not judged" if self.unjudged else "ok"
 
 
-def replay_command(exercise: Exercise, solution: Path, fault: str, seed: int) -> str:
+def replay_command(exercise: Exercise, solution: Path, fault: str, seed: int,
+                   point: str = "") -> str:
     """The one command that replays exactly one run."""
     return ("python -m deliverylab.grade " + exercise.id + " " + shlex.quote(str(solution))
-            + f" --fault {fault} --seed {seed}")
+            + f" --fault {fault} --seed {seed}"
+            + (f" --point {shlex.quote(point)}" if point else ""))
 
 
 def _where(op: Op) -> str:
@@ -104,8 +116,9 @@ def excerpt(run: Run, prop: Property) -> list[str]:
     process that read it which moved past its offset, and the faults, in time order.
     For a stage that did not finish: its error output.
     """
-    if run.errors and not anomaly_value(run, prop):
-        return run.errors[0].splitlines()[-EXCERPT_LINES:]
+    if run.state != "judged" or (run.errors and not anomaly_value(run, prop)):
+        text = run.reason or (run.errors[0] if run.errors else run.state)
+        return text.splitlines()[-EXCERPT_LINES:]
     value = anomaly_value(run, prop)
     if value is None or run.history is None:
         lines = [f"{k}={v}" for k, v in sorted(run.counts.items()) if v]
@@ -132,8 +145,10 @@ class Report:
     """Every run of one grade, and what to tell the student."""
 
     def __init__(self, exercise: Exercise, solution: Path, runs: list[Run],
-                 seconds: float = 0.0) -> None:
+                 seconds: float = 0.0, broken: str | None = None) -> None:
         self.exercise, self.solution, self.runs, self.seconds = exercise, solution, runs, seconds
+        #: The one line naming why the file could not run at all (no run was made).
+        self.broken = broken
 
     @property
     def faults(self) -> list[str]:
@@ -155,7 +170,21 @@ class Report:
 
     @property
     def failed(self) -> int:
-        return sum(not c.ok for c in self.cells())
+        return sum(c.state == "FAIL" for c in self.cells()) + (self.broken is not None)
+
+    @property
+    def not_judged(self) -> int:
+        return sum(c.state == "not judged" for c in self.cells())
+
+    @property
+    def ok(self) -> bool:
+        """Every cell judged and passed: the grade a student is after."""
+        return self.broken is None and self.failed == 0 and self.not_judged == 0 and bool(
+            self.runs)
+
+    def raised(self) -> Run | None:
+        """The first run whose student code raised: its traceback tops the report."""
+        return next((r for r in self.runs if r.state == "raised"), None)
 
     def table(self) -> str:
         props = [p.name for p in self.exercise.properties]
@@ -167,7 +196,7 @@ class Report:
             line = f.ljust(width)
             for p, w in zip(props, cols, strict=True):
                 c = self.cell(f, p)
-                mark = "ok" if c.ok else "FAIL"
+                mark = {"ok": "ok", "FAIL": "FAIL", "not judged": "not judged"}[c.state]
                 line += f"{c.passed}/{len(c.runs)} {mark}".ljust(w)
             rows.append(line)
         return "\n".join(rows)
@@ -176,32 +205,57 @@ class Report:
         """Each failing cell: its first failing seed, replay, excerpt, hint."""
         out = []
         for c in self.cells():
-            if c.ok:
+            if c.state != "FAIL":
                 continue
-            run = c.failing[0]
+            # The shortest story first: a crash that landed earliest in the run.
+            run = min(c.failing, key=lambda r: (len(r.history or []), r.seed))
+            hint = c.prop.hint_for(c.fault) if run.state == "judged" else (
+                "Your code did not run to its end: read its error above.")
             out.append({"fault": c.fault, "property": c.prop.name, "says": c.prop.says,
-                        "seed": run.seed, "failing_seeds": [r.seed for r in c.failing],
+                        "seed": run.seed, "point": run.point, "crash": run.crash,
+                        "failing_seeds": [r.seed for r in c.failing],
+                        "failing_runs": [r.label for r in c.failing],
                         "replay": replay_command(self.exercise, self.solution, c.fault,
-                                                 run.seed),
-                        "excerpt": excerpt(run, c.prop), "hint": c.prop.hint_for(c.fault),
+                                                 run.seed, run.point),
+                        "excerpt": excerpt(run, c.prop), "hint": hint,
                         "value": anomaly_value(run, c.prop)})
         return out
 
+    def unjudged(self) -> list[dict[str, Any]]:
+        """Each cell not judged (and not failed): why, per run."""
+        return [{"fault": c.fault, "property": c.prop.name,
+                 "runs": [f"{r.label}: {(r.reason or r.state).splitlines()[-1]}"
+                          for r in c.unjudged]}
+                for c in self.cells() if c.state == "not judged"]
+
     def closing(self) -> str:
-        return f"{self.passed} passed, {self.failed} failed"
+        text = f"{self.passed} passed, {self.failed} failed"
+        return text + (f", {self.not_judged} not judged" if self.not_judged else "")
 
     def __str__(self) -> str:
+        if self.broken is not None:
+            return self.broken
         seeds = sorted({r.seed for r in self.runs})
         parts = [f"Exercise {self.exercise.id} ({self.exercise.name}): {self.solution}",
-                 f"{len(self.runs)} runs ({len(self.faults)} faults x seeds "
-                 f"{', '.join(map(str, seeds))}) in {self.seconds:.0f} s", "",
-                 self.table()]
+                 f"{len(self.runs)} runs ({len(self.faults)} faults x crash points x seeds "
+                 f"{', '.join(map(str, seeds))}) in {self.seconds:.0f} s"]
+        raised = self.raised()
+        if raised is not None:
+            parts += ["", f"YOUR CODE RAISED ({raised.fault}, {raised.label}); the "
+                      "delivery properties of such a run are not judged:",
+                      *("  " + line for line in raised.reason.splitlines()[-EXCERPT_LINES:])]
+        parts += ["", self.table()]
         for f in self.failures():
             parts += ["", f"FAILED {f['fault']} x {f['property']}: {f['says']}",
-                      f"  seeds failing: {', '.join(map(str, f['failing_seeds']))}",
-                      f"  replay: {f['replay']}", "  history excerpt (seed "
+                      f"  runs failing: {'; '.join(f['failing_runs'])}"]
+            if f["crash"]:
+                parts.append(f"  killed {f['crash']} (seed {f['seed']})")
+            parts += [f"  replay: {f['replay']}", "  history excerpt (seed "
                       f"{f['seed']}):", *("    " + line for line in f["excerpt"]),
                       f"  hint: {f['hint']}"]
+        for u in self.unjudged():
+            parts += ["", f"NOT JUDGED {u['fault']} x {u['property']}:",
+                      *(f"  {line}" for line in u["runs"])]
         parts += ["", self.closing()]
         return "\n".join(parts)
 
@@ -210,9 +264,9 @@ class Report:
         from ..notebook.plots import timeline  # lazy: matplotlib only when a plot is asked for
 
         cell = self.cell(fault, prop)
-        if cell.ok:
-            raise ValueError(f"cell {fault} x {prop} passed every seed: nothing to plot")
-        run = cell.failing[0]
+        if not cell.failing:
+            raise ValueError(f"cell {fault} x {prop} failed no run: nothing to plot")
+        run = min(cell.failing, key=lambda r: (len(r.history or []), r.seed))
         value = anomaly_value(run, cell.prop)
         twice = cell.prop.anomaly in ("pipeline_extra", "duplicate_rows")
         kw = ({"duplicates": [value]} if twice else {"lost": [value]}) if value else {}
@@ -228,13 +282,18 @@ class Report:
             "solution": str(self.solution),
             "solution_sha256": hashlib.sha256(text).hexdigest(),
             "seeds": sorted({r.seed for r in self.runs}),
+            "broken": self.broken,
             "cells": [{"fault": c.fault, "property": c.prop.name, "passed": c.passed,
-                       "runs": len(c.runs), "failing_seeds": [r.seed for r in c.failing]}
+                       "runs": len(c.runs), "state": c.state,
+                       "failing_seeds": [r.seed for r in c.failing],
+                       "failing_runs": [r.label for r in c.failing]}
                       for c in self.cells()],
             "failures": [{k: v for k, v in f.items() if k != "says"}
                          for f in self.failures()],
+            "not_judged": self.unjudged(),
             "runs": [r.to_dict() for r in self.runs],
-            "passed": self.passed, "failed": self.failed, "seconds": round(self.seconds, 1),
+            "passed": self.passed, "failed": self.failed,
+            "not_judged_cells": self.not_judged, "seconds": round(self.seconds, 1),
         }
 
     def save(self, path: str | Path) -> Path:

@@ -3,23 +3,27 @@
 Every run has the same shape, so that runs of different solutions compare:
 
 1. fresh input and output topics, a fresh consumer group (one cluster serves a grade);
-2. the lab writes ``values`` unique values to the input (at least once, recorded);
+2. the lab writes ``values`` unique values to the input (at least once, recorded),
+   unevenly over its partitions (:func:`uneven_sizes`: batches span partitions);
 3. the fault is armed (``lose_ack``: the next produce response of the output's leader
    is dropped) and the student's stage runs as ``stage-0`` in a child process
-   (:mod:`deliverylab.grade.child`); under ``crash_consumer`` that process SIGKILLs
-   itself at the seeded point and ``stage-1``, a fresh process in the same group, takes
-   over, as a restarted service would;
+   (:mod:`deliverylab.grade.child`); under a crash fault that process SIGKILLs itself
+   right after the run's crash point (``flush#2``: the student's 2nd ``flush()``
+   returned; :mod:`deliverylab.grade.search`), and ``stage-1``, a fresh process with the
+   same static group membership, takes its place at once, as a restarted service would;
 4. the cluster is healed, the children's events become History ops, both topics are read
-   back, and the Checker judges: its counts (plus ``unfinished``, ``fault_missed``)
-   decide each property of the exercise.
+   back, and the run is judged -- only if it ran to its end with its crash placed
+   (:func:`judge_state`): the Checker's counts and the exact redo bound decide each
+   property of the exercise.
 
-The seed decides the crash point, nothing else: the same seed replays the same run.
+The crash point decides where the crash lands, by count; the seed varies nothing else
+(only what timing varies): the same point and seed replay the same run.
 """
 
 from __future__ import annotations
 
 import json
-import random
+import os
 import sqlite3
 import subprocess
 import tempfile
@@ -35,15 +39,19 @@ from ..history import History
 from ..modes import AT_LEAST_ONCE, TRANSACTIONAL
 from ..nemesis import Nemesis
 from ..readers import bounds, read_back
-from ..workload import ProducerWorkload
-from .exercises import Exercise
+from .child import RAISED as RAISED_EXIT
+from .exercises import BROKEN, HUNG, JUDGED, RAISED, TIMEOUT, UNPLACED, Exercise
+from .search import CallCounter, CrashPoint, redo_allowed, redo_beyond, redone_values
 
 #: The event kinds that become History ops (``handed`` only matters if never reported).
 RECORDED = ("poll", "send", "commit", "fault", "begin_txn", "commit_txn", "abort_txn",
             "send_offsets", "init_txn")
 
-#: Seconds one stage process may take before it is killed and counted ``unfinished``.
+#: Seconds one stage process may take before it is killed; its run is not judged.
 STAGE_TIMEOUT = 60.0
+
+#: Stage processes share one ``group.instance.id`` (measured: see the module's notes).
+STATIC = os.environ.get("DELIVERYLAB_GRADE_STATIC", "1") != "0"
 
 
 @dataclass
@@ -54,7 +62,7 @@ class Run:
     fault: str
     seed: int
     counts: dict[str, int]
-    passed: dict[str, bool]
+    passed: dict[str, bool | None]
     result: C.Result | None = None
     history: History | None = None
     topics: tuple[str, str] = ("", "")
@@ -66,43 +74,119 @@ class Run:
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Where the final read-back found each example value: "output/1@37".
     positions: dict[str, list[str]] = field(default_factory=dict)
+    #: Judged, or why not (:data:`~deliverylab.grade.exercises.JUDGED` and the others),
+    #: and the reason a student reads (their traceback, when their code raised).
+    state: str = JUDGED
+    reason: str = ""
+    #: The crash point (``flush#2``) and where it landed in the student's words.
+    point: str = ""
+    crash: str = ""
 
     @property
     def ok(self) -> bool:
-        return all(self.passed.values())
+        return all(v is True for v in self.passed.values())
+
+    @property
+    def label(self) -> str:
+        """``seed 1`` or ``seed 1, flush#2``: which run this is, for a replay."""
+        return f"seed {self.seed}" + (f", {self.point}" if self.point else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fault": self.fault, "seed": self.seed, "seconds": round(self.seconds, 2),
-                "plan": self.plan, "counts": self.counts, "passed": self.passed,
+        return {"fault": self.fault, "seed": self.seed, "point": self.point,
+                "crash": self.crash, "state": self.state, "reason": self.reason,
+                "seconds": round(self.seconds, 2), "plan": self.plan,
+                "counts": self.counts, "passed": self.passed,
                 "topics": list(self.topics), "errors": self.errors}
 
 
-def kill_plan(exercise: Exercise, fault: str, seed: int) -> dict[str, Any]:
-    """Where the seeded crash lands: right after the stage's ``after_commits``-th commit
-    returned, or when it hands its ``at_value``-th value to its producer, whichever comes
-    first. The value is always past the commit for a stage that commits once per batch,
-    so such a stage dies right after a commit, and one that commits later (or never)
-    still dies, midway."""
-    plans = kill_plans(exercise, fault, seed)
-    return plans[0] if plans else {}
+#: The input's partitions and how unevenly its values spread over them (2 : 7 : 11).
+PARTITIONS = 3
+WEIGHTS = (2, 7, 11)
 
 
-def kill_plans(exercise: Exercise, fault: str, seed: int) -> list[dict[str, Any]]:
-    """The crash plan of each stage process that is to be killed, in order (empty: no
-    crash). The first dies as :func:`kill_plan` says; with ``crashes=2`` the restarted
-    one dies too, mid-way: while it hands its ``at_value``-th value (inside an open
-    transaction, for a stage that commits once per batch)."""
-    rng = random.Random(seed)
-    if fault == "kill_after_db":  # an odd commit: the first of a pair, if it makes pairs
-        return [{"kill_after_db_commits": rng.choice(range(3, 16, 2))}]
-    if fault != "crash_consumer":
-        return []
-    after = rng.randint(1, 3)
-    value = rng.randint(exercise.batch * after + 15, exercise.values - 5)
-    plans = [{"kill_after_commits": after, "kill_at_value": value}]
-    if exercise.crashes >= 2:
-        plans.append({"kill_at_value": rng.randint(3, exercise.batch + 5)})
-    return [{**p, "commit_call": exercise.commit_call} for p in plans]
+def uneven_sizes(values: int, weights: tuple[int, ...] = WEIGHTS) -> list[int]:
+    """How many values each input partition gets: uneven, none a multiple of the batch
+    for the lab's 60 (6, 21, 33), so that a batch of 10 spans two partitions and every
+    partition's position matters in every commit (a loop that commits only its last
+    message's partition leaves another partition behind)."""
+    total = sum(weights)
+    sizes = [values * w // total for w in weights[:-1]]
+    return [*sizes, values - sum(sizes)]
+
+
+def write_input(cluster: Any, topic: str, values: int, history: History,
+                process: str = "producer-0") -> None:
+    """The lab's input: ``values`` unique values, the first 6 to partition 0, the next
+    21 to partition 1, the rest to partition 2 (:func:`uneven_sizes`), each send
+    recorded (at least once: a value maybe written is ``info``)."""
+    from confluent_kafka import Producer
+
+    from ..clients import Recorder, bootstrap_of, config
+    from ..values import ValueId
+
+    producer = Producer(config(bootstrap_of(cluster), **AT_LEAST_ONCE.producer))
+    recorder = Recorder(history, process, topic)
+    seq = 0
+    for partition, size in enumerate(uneven_sizes(values)):
+        for _ in range(size):
+            recorder.send(producer, ValueId(process, seq), partition)
+            seq += 1
+    left = producer.flush(60)
+    recorder.settle("no delivery report after 60 s")
+    if left:
+        raise RuntimeError(f"the grader's input: {left} values still unsent after 60 s")
+
+
+def stage_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict[str, Any]:
+    """The first stage process's crash plan (empty: no crash): the point, the calls the
+    child counts, and the fault's name for the History."""
+    if point is None:
+        return {}
+    return {"point": point.name, "cycle": list(exercise.boundaries), "fault": fault,
+            "optional": list(exercise.optional_boundaries)}
+
+
+def judge_state(events: list[dict[str, Any]], endings: list[tuple[str, str, str]],
+                plan: dict[str, Any], limit: float | None = None,
+                live: bool = False) -> tuple[str, str]:
+    """(state, reason) of a run from how each stage process ended (process, how, error
+    tail) and what the processes wrote: see :meth:`Exercise.verdicts` for what each
+    state judges. ``live``: a fault that makes a call fail, so the first process may
+    stop by raising (its successor's ending decides). Pure: unit-tested on hand-written
+    endings."""
+    limit = STAGE_TIMEOUT if limit is None else limit
+
+    def of(process: str, kind: str) -> list[dict[str, Any]]:
+        return [e for e in events if e.get("process") == process and e["kind"] == kind]
+
+    for i, (process, how, err) in enumerate(endings):
+        if how == "raised" and live and i == 0 and len(endings) > 1:
+            continue  # it stopped on the live fault's failed call; its successor ran on
+        if how == "raised":
+            raised = of(process, "raised")
+            return RAISED, raised[-1].get("detail", "") if raised else err
+        if how == "timeout":
+            if of(process, "stopped"):
+                return HUNG, (f"{process}: your code did not return within "
+                              f"{limit:.0f} s although running() was False")
+            return TIMEOUT, (f"not judged: {process} did not get through its input in "
+                             f"{limit:.0f} s (a loaded host?)")
+        if how == "error":
+            return BROKEN, f"not judged: the grader's run failed in {process}:\n{err}"
+        if how == "killed" and not (i == 0 and plan):
+            return BROKEN, f"not judged: {process} was killed by something else"
+        if of(process, "deadline"):
+            return TIMEOUT, (f"not judged: {process} did not get through its input in "
+                             f"{limit:.0f} s (a loaded host?)")
+        if i == 0 and plan.get("point") and how == "done":
+            point = CrashPoint.parse(plan["point"])
+            counter = CallCounter(plan.get("cycle", ()), point)
+            ends = of(process, "end")
+            counter.counts.update((ends[-1].get("counts") or {}) if ends else {})
+            if point.kind in plan.get("optional", ()) and not counter.counts.get(point.kind):
+                continue  # a call their loop never makes: no crash point of theirs
+            return UNPLACED, "not judged: " + counter.shortfall()
+    return JUDGED, ""
 
 
 def to_history(events: list[dict[str, Any]], history: History) -> None:
@@ -148,6 +232,8 @@ class Stage:
         self.exercise, self.solution, self.cluster = exercise, solution, cluster
         self.source, self.sink, self.group, self.workdir = source, sink, group, workdir
         self.events = workdir / "events.jsonl"
+        #: The student's producer's client id: a live fault aims at its requests only.
+        self.client_id = f"{group}-student"
         mode = TRANSACTIONAL if exercise.transactional else AT_LEAST_ONCE
         ends = {b["partition"]: b["high_watermark"] for b in bounds(cluster, source)}
         self.base = {
@@ -155,8 +241,12 @@ class Stage:
             "bootstrap": cluster.bootstrap_servers, "input": source, "output": sink,
             "group": group, "events": str(self.events), "ends": ends,
             "timeout": STAGE_TIMEOUT - 5,
-            "consumer": {**mode.consumer, "enable.auto.commit": False},
-            "producer": {**mode.producer, **exercise.settings},
+            # Static membership: a restarted stage takes its predecessor's place and
+            # partitions at once, instead of waiting out the dead member's session.
+            "consumer": {**mode.consumer, "enable.auto.commit": False,
+                         **({"group.instance.id": f"{group}-member"} if STATIC else {})},
+            "producer": {**mode.producer, **exercise.settings,
+                         "client.id": f"{group}-student"},
         }
         if exercise.transactional:  # one id per run: a restarted stage fences the last
             self.base["producer"]["transactional.id"] = f"{group}-txn"
@@ -193,6 +283,8 @@ class Stage:
             self.children.stop(proc)
         if code == -9:
             return "killed", ""
+        if code == RAISED_EXIT:
+            return "raised", ""
         if code != 0:
             text = log.read_text(errors="replace").strip().splitlines()
             return "error", "\n".join(text[-12:])
@@ -209,21 +301,21 @@ class Stage:
 
 
 def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
-             cluster: Any) -> Run:
-    """One run of ``solution`` under ``fault`` with ``seed`` on a running ``cluster``."""
+             cluster: Any, point: CrashPoint | None = None) -> Run:
+    """One run of ``solution`` under ``fault`` with ``seed`` on a running ``cluster``;
+    a crash fault kills the first stage process at ``point``."""
     t0 = time.monotonic()
     tag = f"grade{exercise.id}-{fault}-{seed}-{uuid.uuid4().hex[:6]}"
     source, sink, group = f"in-{tag}", f"out-{tag}", f"{tag}-group"
     topic_config = {"min.insync.replicas": min(2, cluster.brokers)}
     for name in (source, sink):
-        cluster.create_topic(name, partitions=3, config=topic_config)
+        cluster.create_topic(name, partitions=PARTITIONS, config=topic_config)
     history = History()
     nemesis = Nemesis(cluster, history=history)
     upstream = None
     if fault == "lose_ack" and exercise.kind == "handler":  # a duplicate in the input
         upstream = nemesis.lose_ack(node=cluster.leader(source, 0), count=1)
-    ProducerWorkload(cluster, source, AT_LEAST_ONCE, history, process="producer-0").run(
-        exercise.values)
+    write_input(cluster, source, exercise.values, history)
     if upstream is not None:
         upstream.handle.wait(30)
     if exercise.aborted_input:  # a transaction the stage must not copy: it aborted
@@ -232,10 +324,10 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         txn.begin()
         txn.write(exercise.aborted_input)
         txn.abort()
-    plans = kill_plans(exercise, fault, seed)
+    plan = stage_plan(exercise, fault, point)
     counts: dict[str, int] = {"unfinished": 0, "fault_missed": 0}
     errors: list[str] = []
-    loss = None
+    loss = held = None
     rows: list[str] | None = None
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         stage = Stage(exercise, solution, cluster, source, sink, group, Path(tmp))
@@ -246,41 +338,59 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 # On whichever broker gets the stage's first write: the student picks
                 # the partitions (by key, by default), and nothing else produces now.
                 loss = nemesis.lose_ack(count=1)
-            ended, err = "killed", ""
-            for i, plan in enumerate([*plans, {}]):
-                ended, err = stage.run(f"stage-{i}", plan)
-                if plan and ended == "done":  # it never reached its crash point
-                    counts["fault_missed"] += 1
-                if ended != "killed":
-                    break
-            if ended != "done":
-                counts["unfinished"] += 1
+            live = fault in exercise.live_faults
+            if fault == "hold_request":  # the student's first write never gets an answer
+                held = nemesis.hold_request(api="Produce", count=1,
+                                            client_id=stage.client_id)
+            endings: list[tuple[str, str, str]] = []
+            for i, p in enumerate([plan, {}] if plan or live else [{}]):
+                ended, err = stage.run(f"stage-{i}", p)
+                endings.append((f"stage-{i}", ended, err))
                 if err:
                     errors.append(err)
+                if ended != "killed" and not (live and i == 0 and ended == "raised"):
+                    break
             if loss is not None:  # the proxy reports its drop asynchronously
                 loss.handle.wait(5)
                 counts["acks_lost"] = loss.handle.dropped
             nemesis.heal()
-            to_history(stage.read_events(), history)
+            events = stage.read_events()
+            to_history(events, history)
             if exercise.kind == "handler":
                 rows = stage.rows()
         finally:
             nemesis.heal()
             stage.close()
-    if loss is not None and not counts["acks_lost"] and (exercise.kind == "handler" or any(
-            op.kind == "send" and op.topic == sink for op in history)):
-        counts["fault_missed"] += 1
+    state, reason = judge_state(events, endings, plan, live=live)
+    if state == JUDGED and held is not None and not held.handle.held:
+        state, reason = UNPLACED, "not judged: no write of yours was held (none was made)"
+    if state == RAISED:
+        errors.insert(0, reason)
+    if state == JUDGED and loss is not None and not counts["acks_lost"] and (
+            exercise.kind == "handler" or any(
+                op.kind == "send" and op.topic == sink for op in history)):
+        state, reason = UNPLACED, "not judged: the lost ack never happened (no response " \
+            "was dropped)"
     isolation = "read_committed" if exercise.transactional else "read_uncommitted"
     examples: dict[str, list[dict[str, Any]]] = {}
     if rows is None:
         reads = read_back(cluster, [source, sink], isolation)
         result = C.check(history, reads, C.ANOMALIES, pipeline=(source, sink))
+        if plan and not exercise.transactional:  # the exact bound on a crash's redo
+            allowed = redo_allowed(events, "stage-0", ("commit",))
+            beyond = redo_beyond(redone_values(r.value for r in reads
+                                               if r.topic == sink and r.value), allowed)
+            counts["redo_beyond"] = len(beyond)
+            if beyond:
+                examples["pipeline_extra"] = [{"value": v} for v in beyond[:5]]
     else:  # the side effect is the database, judged beside the input's check
         reads = read_back(cluster, [source], isolation)
         result = C.check(history, reads, C.ANOMALIES)
         examples = effect_counts(counts, [r.value for r in reads if r.value], rows, history)
     counts.update(result.counts)
-    passed = {p.name: p.holds(counts, fault) for p in exercise.properties}
+    passed = exercise.verdicts(fault, counts, state)
+    crash = next((e.get("words", "") for e in events if e["kind"] == "fault"
+                  and e.get("words")), "")
     shown = {f["value"] for found in [*result.examples.values(), *examples.values()]
              for f in found[:1] if f.get("value")}
     positions: dict[str, list[str]] = {}
@@ -289,7 +399,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
             role = "input" if r.topic == source else "output"
             positions.setdefault(r.value, []).append(f"{role}/{r.partition}@{r.offset}")
     return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
-               time.monotonic() - t0, {"stages": plans}, errors, examples, positions)
+               time.monotonic() - t0, plan, errors, examples, positions, state=state,
+               reason=reason, point=point.name if point else "", crash=crash)
 
 
 def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],

@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from ..spark.query import QuerySpec, await_query, batches
-from .child import Events, StudentDatabase, _value_text, load_solution
+from .child import (
+    RAISED,
+    Events,
+    StudentDatabase,
+    StudentRaised,
+    _value_text,
+    call_student,
+    load_solution,
+)
 
 #: The table the lab creates and judges; the student inserts into it.
 RECORDS = ("CREATE TABLE records (provenance TEXT NOT NULL, partition INTEGER NOT NULL, "
@@ -145,7 +153,9 @@ def foreach_batch(fn: Any, db: BatchDatabase, events: Events, crash: Crash,
                          detail=f"batch {batch_id}")
         crash.batch, crash.commits_in_batch = batch_id, 0
         db.message = None
-        fn(df, batch_id, db)
+        call_student(events, getattr(getattr(fn, "module", None), "__file__", "") or "",
+                     fn, df, batch_id, db)
+        db.look()
         df.unpersist()
         crash.returned()
 
@@ -169,14 +179,20 @@ def run(spec: dict[str, Any]) -> int:
     from ..spark.session import session
 
     events = Events(spec["events"], spec["process"])
-    fn = load_solution(spec["solution"], spec["function"])
+    try:
+        fn = load_solution(spec["solution"], spec["function"], events)
+    except StudentRaised:
+        return RAISED
     crash = Crash(events, spec.get("crash"), spec.get("crash_at"))
     conn = sqlite3.connect(spec["database"], timeout=30, check_same_thread=False)
     db = BatchDatabase(conn, events, crash, spec["database"])
     db.seen = conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
     setup = getattr(fn.module, "setup", None)
     if callable(setup):
-        setup(db)
+        try:
+            call_student(events, spec["solution"], setup, db)
+        except StudentRaised:
+            return RAISED
         db.commit()
     db.armed = True
     query = QuerySpec(spec["bootstrap"], spec["input"], "database", spec["database"],
@@ -190,6 +206,8 @@ def run(spec: dict[str, Any]) -> int:
     try:
         run_query(spark, query, write, float(spec["timeout"]))
     except Exception as exc:
+        if _raised(spec["events"], spec["process"]):  # the student's function raised
+            return RAISED
         if crash.fault != "crash_query" or not crash.done or CRASH_TEXT not in str(exc):
             raise
         events.write("restart", detail="the query restarts on its checkpoint")
@@ -198,6 +216,13 @@ def run(spec: dict[str, Any]) -> int:
     events.write("end", detail="the query reached the end of its input")
     db.close()
     return 0
+
+
+def _raised(path: str, process: str) -> bool:
+    """Did this driver's student function raise (a ``raised`` event is written)?"""
+    lines = Path(path).read_text().splitlines() if Path(path).exists() else []
+    return any(json.loads(x).get("kind") == "raised" and json.loads(x).get("process")
+               == process for x in lines if x.strip())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,8 +33,10 @@ from ..history import History
 from ..modes import AT_LEAST_ONCE
 from ..readers import read_back
 from ..workload import ProducerWorkload
-from .exercises import Exercise
-from .runner import Run, to_history
+from .child import RAISED as RAISED_EXIT
+from .exercises import JUDGED, RAISED, UNPLACED, Exercise
+from .runner import Run, judge_state, to_history
+from .search import CrashPoint
 from .spark_child import RECORDS
 
 #: Seconds one driver may take (Spark starts in it) before it is killed, ``unfinished``.
@@ -44,12 +46,13 @@ DRIVER_TIMEOUT = 240.0
 MAX_OFFSETS = 10
 
 
-def crash_plan(exercise: Exercise, fault: str, seed: int) -> dict[str, Any]:
-    """The batch the crash lands in: any but the last (a replayed batch always has one
-    after it to run too), in turn -- seeds 1, 2, 3 crash batches 0, 1, 2 -- so that a
-    quick grade of 3 seeds tries every crash point once."""
+def crash_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict[str, Any]:
+    """The batch the crash lands in: the point's n-th micro-batch (``batch#2``: batch 1),
+    searched over every batch but the last (a replayed batch always has one after it to
+    run too: :attr:`Exercise.depth` is 3 of 4 batches)."""
     batches = -(-exercise.values // MAX_OFFSETS)
-    return {"crash": fault, "crash_at": (seed - 1) % (batches - 1)}
+    n = point.n if point is not None else 1
+    return {"crash": fault, "crash_at": (n - 1) % (batches - 1)}
 
 
 def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, str]:
@@ -70,6 +73,8 @@ def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, st
         children.stop(proc)
     if code == -9:
         return "killed", ""
+    if code == RAISED_EXIT:
+        return "raised", ""
     if code != 0:
         lines = log.read_text(errors="replace").strip().splitlines()
         return "error", "\n".join(lines[-12:])
@@ -77,7 +82,7 @@ def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, st
 
 
 def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
-              cluster: Any) -> Run:
+              cluster: Any, point: CrashPoint | None = None) -> Run:
     """One run of ``solution`` (a ``write_batch`` sink) under ``fault`` with ``seed``."""
     from ..process.children import Children  # lazy: the reaper is not vocabulary
     from ..spark import sinks
@@ -90,7 +95,7 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
     history = History()
     ProducerWorkload(cluster, source, AT_LEAST_ONCE, history, process="producer-0").run(
         exercise.values)
-    plan = crash_plan(exercise, fault, seed)
+    plan = crash_plan(exercise, fault, point)
     counts: dict[str, int] = {"unfinished": 0, "fault_missed": 0}
     errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
@@ -108,26 +113,28 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
         children = Children()
         try:
             ended, err = _driver(children, {**base, **plan, "process": "driver-0"}, work)
-            if ended == "done" and fault == "kill_driver":
-                counts["fault_missed"] += 1
+            endings = [("driver-0", ended, err)]
             if ended == "killed":
                 ended, err = _driver(children, {**base, "process": "driver-1"}, work)
-            if ended != "done":
-                counts["unfinished"] += 1
-                if err:
-                    errors.append(err)
-            events = work / "events.jsonl"
-            lines = events.read_text().splitlines() if events.exists() else []
-            to_history([json.loads(line) for line in lines if line.strip()], history)
-            if fault == "crash_query" and not history.faults():
-                counts["fault_missed"] += 1
+                endings.append(("driver-1", ended, err))
+            errors += [e for _, _, e in endings if e]
+            path = work / "events.jsonl"
+            lines = path.read_text().splitlines() if path.exists() else []
+            events = [json.loads(line) for line in lines if line.strip()]
+            to_history(events, history)
+            state, reason = judge_state(events, endings, plan, DRIVER_TIMEOUT)
+            if state == JUDGED and not history.faults():
+                state, reason = UNPLACED, (f"not judged: the grader could not place its "
+                                           f"{fault} in micro-batch {plan['crash_at']}")
+            if state == RAISED:
+                errors.insert(0, reason)
             reads = read_back(cluster, [source], "read_committed")
             reads += sinks.read_database(database)
         finally:
             children.close()
     result = C.check(history, reads, C.ANOMALIES, pipeline=(source, str(database)))
     counts.update(result.counts)
-    passed = {p.name: p.holds(counts, fault) for p in exercise.properties}
+    passed = exercise.verdicts(fault, counts, state)
     shown = {f["value"] for found in result.examples.values() for f in found[:1]
              if f.get("value")}
     positions: dict[str, list[str]] = {}
@@ -136,4 +143,6 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
             role = "input" if r.topic == source else "output"
             positions.setdefault(r.value, []).append(f"{role}/{r.partition}@{r.offset}")
     return Run(exercise.id, fault, seed, counts, passed, result, history,
-               (source, str(database)), time.monotonic() - t0, plan, errors, {}, positions)
+               (source, str(database)), time.monotonic() - t0, plan, errors, {}, positions,
+               state=state, reason=reason, point=point.name if point else "",
+               crash=next((e.get("detail", "") for e in events if e["kind"] == "fault"), ""))

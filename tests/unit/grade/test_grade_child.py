@@ -64,7 +64,7 @@ def read(path: Path) -> list[dict]:
 def test_polls_and_commits_are_recorded_and_every_commit_is_synchronous(tmp_path: Path):
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     fake = FakeConsumer()
-    c = StudentConsumer(fake, events, KillPlan(events, None, None))
+    c = StudentConsumer(fake, events, KillPlan(events))
     msgs = c.consume(num_messages=3, timeout=0.1)
     c.commit(message=msgs[-1])  # asynchronous=True by default in confluent-kafka
     assert fake.commits == [{"asynchronous": False, "message": msgs[-1]}]
@@ -75,7 +75,7 @@ def test_polls_and_commits_are_recorded_and_every_commit_is_synchronous(tmp_path
 
 def test_more_than_one_batch_per_consume_is_refused_in_one_line(tmp_path: Path):
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
-    c = StudentConsumer(FakeConsumer(), events, KillPlan(events, None, None))
+    c = StudentConsumer(FakeConsumer(), events, KillPlan(events))
     with pytest.raises(ValueError, match="num_messages=500 is not accepted"):
         c.consume(num_messages=500, timeout=1)
 
@@ -83,7 +83,7 @@ def test_more_than_one_batch_per_consume_is_refused_in_one_line(tmp_path: Path):
 def test_a_delivery_report_is_recorded_then_handed_to_the_students_callback(tmp_path: Path):
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     fake = FakeProducer()
-    p = StudentProducer(fake, events, KillPlan(events, None, None))
+    p = StudentProducer(fake, events, KillPlan(events))
     seen = []
     p.produce("out", encode("producer-0", 7), b"k", on_delivery=lambda e, m: seen.append(e))
     fake.reports[0](None, type("M", (), {"partition": lambda s: 1, "offset": lambda s: 4})())
@@ -135,7 +135,8 @@ def test_the_handler_loop_calls_the_handler_per_message_and_records_database_com
     assert sorted(r[0] for r in rows) == ["producer-0:0", "producer-0:1"]  # deduplicated
     got = read(tmp_path / "e.jsonl")
     writes = [e for e in got if e["kind"] == "db_write"]
-    assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]] * 2
+    # the redelivered batch's transactions wrote nothing: they are no database commits
+    assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]]
     assert [e["kind"] for e in got].count("commit") == 2
     assert consumer.commits[0]["offsets"][-1].offset == 2
 
@@ -152,7 +153,7 @@ def test_transactions_are_recorded_and_their_values_tagged(tmp_path: Path):
             pass
 
     events = Events(str(tmp_path / "e.jsonl"), "stage-1")
-    p = StudentProducer(TxnFake(), events, KillPlan(events, None, None, "commit_transaction"))
+    p = StudentProducer(TxnFake(), events, KillPlan(events))
     p.begin_transaction()
     p.produce("out", encode("producer-0", 1), b"k")
     from confluent_kafka import TopicPartition
@@ -163,3 +164,91 @@ def test_transactions_are_recorded_and_their_values_tagged(tmp_path: Path):
     assert got == [("begin_txn", "stage-1/txn-1", None), ("handed", "stage-1/txn-1", None),
                    ("send_offsets", "stage-1/txn-1", "in/0@2"),
                    ("commit_txn", "stage-1/txn-1", None)]
+
+
+class Died(BaseException):
+    """Stands for the SIGKILL the plan sends its own process."""
+
+
+def dying(monkeypatch) -> None:
+    import deliverylab.grade.child as child
+
+    def kill(pid, sig):
+        raise Died()
+
+    monkeypatch.setattr(child.os, "kill", kill)
+
+
+def test_the_plan_kills_right_after_the_planned_flush_and_says_where(tmp_path: Path,
+                                                                     monkeypatch):
+    from deliverylab.grade.search import CrashPoint
+
+    dying(monkeypatch)
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    plan = KillPlan(events, CrashPoint("flush", 2), ("poll", "flush", "commit"))
+
+    class Flushing(FakeProducer):
+        def flush(self, timeout=None):
+            return 0
+
+    c = StudentConsumer(FakeConsumer(), events, plan)
+    p = StudentProducer(Flushing(), events, plan)
+    c.consume(2, 0.1)
+    p.flush(30)
+    c.commit(message=FakeMsg(1))
+    c.consume(2, 0.1)
+    with pytest.raises(Died):
+        p.flush(30)
+    fault = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "fault"]
+    assert fault[0]["point"] == "flush#2"
+    assert fault[0]["words"] == "after your 2nd flush, before your 2nd offset commit"
+
+
+def test_a_database_commit_made_by_sql_statements_is_counted_and_killed_at(
+        tmp_path: Path, monkeypatch):
+    import sqlite3
+
+    from deliverylab.grade.child import StudentDatabase
+    from deliverylab.grade.search import CrashPoint
+
+    dying(monkeypatch)
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    plan = KillPlan(events, CrashPoint("db_commit", 2), ("db_commit",), "kill_after_db")
+    conn = sqlite3.connect(tmp_path / "d.db")
+    db = StudentDatabase(conn, events, plan)
+    db.isolation_level = None  # the student's setting reaches the connection
+    assert conn.isolation_level is None
+    db.execute("CREATE TABLE t (a)")
+    db.armed = True
+    db.execute("SELECT count(*) FROM t").fetchone()  # a lookup commits nothing
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.execute("COMMIT")  # the issue's correct solution, once failed
+    cur = db.cursor()
+    cur.execute("BEGIN")
+    cur.execute("INSERT INTO t VALUES (2)")
+    with pytest.raises(Died):
+        cur.execute("END")
+    got = read(tmp_path / "e.jsonl")
+    assert [e["detail"] for e in got if e["kind"] == "db_write"] == [
+        "database commit #1", "database commit #2"]
+    assert got[-1]["words"] == "after your 2nd database commit"
+
+
+def test_the_students_traceback_shows_their_frames_only(tmp_path: Path):
+    from deliverylab.grade.child import StudentRaised, call_student, load_solution
+
+    f = tmp_path / "s.py"
+    f.write_text("def consume_loop(c, p, o, r):\n    return {}['missing']\n")
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    fn = load_solution(str(f), "consume_loop", events)
+    with pytest.raises(StudentRaised):
+        call_student(events, str(f), fn, 1, 2, 3, 4)
+    raised = read(tmp_path / "e.jsonl")[-1]
+    assert raised["kind"] == "raised"
+    text = raised["detail"]
+    assert text.startswith("Traceback (your code):") and "line 2, in consume_loop" in text
+    assert text.endswith("KeyError: 'missing'") and "child.py" not in text
+    f.write_text("import no_such_module_here\ndef consume_loop(c, p, o, r): pass\n")
+    with pytest.raises(StudentRaised):  # module-level code is the student's too
+        load_solution(str(f), "consume_loop", events)

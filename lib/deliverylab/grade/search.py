@@ -1,0 +1,180 @@
+"""Where the grader's crash lands, searched, not sampled; and how much a crash may redo.
+
+A crash fault is worth only the moment it hits. A seeded random moment kept landing on
+the same easy one (right after the first commit), so a loop that commits every other
+batch, or one offset too early, passed. Here each exercise names the *boundaries* of a
+student's run that matter -- the calls its student makes, in the order a correct loop
+makes them (02: ``poll``, ``flush``, ``commit``) -- and the grader kills the student's
+process right after the n-th call of each kind, for n over the first few batches
+(:func:`crash_points`). The child counts the calls (:class:`CallCounter`), so the kill
+lands by count, never by timing, and the report says where it landed in the student's
+own words: "after your 2nd flush, before your 2nd offset commit".
+
+:func:`redo_allowed` is the exact bound on what a crash may redo: the values the killed
+process polled since its last commit -- what was uncommitted at the kill, as its History
+shows it -- instead of a fixed tolerance that hid an off-by-one commit.
+
+Pure: no clients, no processes; unit-tested on hand-written events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+#: How the report names each counted call, as the student wrote it.
+LABELS = {
+    "poll": "poll",
+    "flush": "flush",
+    "commit": "offset commit",
+    "send_offsets": "send_offsets_to_transaction",
+    "commit_transaction": "commit_transaction",
+    "db_commit": "database commit",
+    "batch": "micro-batch",
+}
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st."""
+    if 10 <= n % 100 <= 20:
+        return f"{n}th"
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+@dataclass(frozen=True)
+class CrashPoint:
+    """Kill the student's process right after its ``n``-th call of ``kind`` returned."""
+
+    kind: str
+    n: int
+
+    @property
+    def name(self) -> str:
+        """``flush#2``: how a replay command names it."""
+        return f"{self.kind}#{self.n}"
+
+    @classmethod
+    def parse(cls, text: str) -> CrashPoint:
+        kind, _, n = text.partition("#")
+        if kind not in LABELS or not n.isdigit() or int(n) < 1:
+            raise ValueError(f"crash point {text!r} is not accepted; expected KIND#N with "
+                             f"KIND one of {', '.join(LABELS)} and N >= 1, e.g. flush#2")
+        return cls(kind, int(n))
+
+    def label(self) -> str:
+        return f"after your {ordinal(self.n)} {LABELS[self.kind]}"
+
+
+def crash_points(boundaries: Iterable[str], depth: int) -> list[CrashPoint]:
+    """Every boundary over the first ``depth`` batches, in the order a run meets them:
+    poll#1, flush#1, commit#1, poll#2, ..."""
+    kinds = list(boundaries)
+    for k in kinds:
+        if k not in LABELS:
+            raise ValueError(f"boundary {k!r} is not accepted; expected one of "
+                             f"{', '.join(LABELS)}")
+    return [CrashPoint(k, n) for n in range(1, depth + 1) for k in kinds]
+
+
+class CallCounter:
+    """Counts the student's calls of each boundary kind; says when the kill is due.
+
+    ``cycle`` is the order a correct loop makes the calls in (it names "before your
+    next ..." in :meth:`words`); ``point`` the crash to place (None: count only).
+    """
+
+    def __init__(self, cycle: Iterable[str] | None, point: CrashPoint | None = None) -> None:
+        self.cycle = list(cycle or ())
+        self.point = point
+        self.counts: dict[str, int] = {k: 0 for k in self.cycle}
+
+    def saw(self, kind: str) -> bool:
+        """One more call of ``kind`` returned: True if the process must die now."""
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        p = self.point
+        return p is not None and p.kind == kind and self.counts[kind] == p.n
+
+    def words(self, kind: str) -> str:
+        """Where the process is, in the student's words: "after your 2nd flush, before
+        your 2nd offset commit" (the next kind of the cycle, counted as the student's
+        run did: a loop that never flushes shows that too)."""
+        text = f"after your {ordinal(self.counts.get(kind, 0))} {LABELS[kind]}"
+        if kind in self.cycle and len(self.cycle) > 1:
+            nxt = self.cycle[(self.cycle.index(kind) + 1) % len(self.cycle)]
+            text += f", before your {ordinal(self.counts.get(nxt, 0) + 1)} {LABELS[nxt]}"
+        return text
+
+    def shortfall(self) -> str:
+        """Why the planned crash never came (the run ended first), in one line."""
+        p = self.point
+        if p is None:
+            return ""
+        made = self.counts.get(p.kind, 0)
+        return (f"the grader could not place its crash {p.label()}: your run made "
+                f"{made} {LABELS[p.kind]} call{'s' if made != 1 else ''}")
+
+
+def redo_allowed(events: list[dict[str, Any]], process: str,
+                 commits: Iterable[str] = ("commit",)) -> list[str]:
+    """The values ``process`` polled after its last commit: what a crash of it may redo.
+
+    A commit says "everything I polled so far is done"; a value polled before it and
+    written again by the successor was either never done (lost, judged elsewhere) or
+    committed one offset short. Events are the child's, in the order they were written.
+    """
+    kinds = set(commits)
+    since: list[str] = []
+    for e in sorted((e for e in events if e.get("process") == process),
+                    key=lambda e: e["t"]):
+        if e["kind"] in kinds and e.get("outcome", "ok") == "ok":
+            since = []
+        elif e["kind"] == "poll":
+            since += [v for v in e.get("values") or [] if v]
+    return since
+
+
+def redone_values(output: Iterable[str]) -> list[str]:
+    """Values that appear more than once in the output, in first-seen order."""
+    seen: dict[str, int] = {}
+    for v in output:
+        seen[v] = seen.get(v, 0) + 1
+    return [v for v, n in seen.items() if n > 1]
+
+
+def redo_beyond(redone: Iterable[str], allowed: Iterable[str]) -> list[str]:
+    """The redone values the crash had no right to redo (committed before the kill)."""
+    ok = set(allowed)
+    return [v for v in redone if v not in ok]
+
+
+def _ends(statement: str) -> str:
+    """"commit", "rollback" or "" for one SQL statement's text."""
+    words = statement.strip().rstrip(";").split()
+    first = words[0].upper() if words else ""
+    if first in ("COMMIT", "END"):
+        return "commit"
+    if first == "ROLLBACK" and not (len(words) > 1 and words[1].upper() == "TO"):
+        return "rollback"
+    return ""
+
+
+def db_commit(statements: Iterable[str], in_transaction: bool, total_changes: int,
+              committed_changes: int) -> tuple[bool, int]:
+    """Did the student's database just make writes durable, however it did it?
+
+    ``statements`` are the SQL texts the connection ran since the last look (sqlite3's
+    trace callback sees ``with db:``'s and ``db.commit()``'s ``COMMIT`` as well as the
+    student's own ``COMMIT``/``END``); ``total_changes`` the connection's count of rows
+    written, ``committed_changes`` its value at the last commit. A commit is the moment
+    the connection is out of any transaction with rows written since the last one and
+    not rolled back -- so a transaction that only read counts for nothing, and an
+    autocommit ``INSERT`` counts as the commit it is. Returns (committed, the new
+    ``committed_changes``).
+    """
+    if in_transaction or total_changes == committed_changes:
+        return False, committed_changes
+    last = ""
+    for s in statements:
+        last = _ends(s) or last
+    return last != "rollback", total_changes

@@ -1,0 +1,302 @@
+"""The runner's pure parts: the uneven input, each run's state from how its processes
+ended, the verdicts each state allows, and how the report shows runs not judged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deliverylab.grade import exercise
+from deliverylab.grade.exercises import (
+    BROKEN,
+    HUNG,
+    JUDGED,
+    RAISED,
+    TIMEOUT,
+    UNPLACED,
+)
+from deliverylab.grade.report import Report
+from deliverylab.grade.runner import Run, judge_state, stage_plan, uneven_sizes
+from deliverylab.grade.search import CrashPoint
+
+EX = exercise("02")
+PLAN = stage_plan(EX, "crash_consumer", CrashPoint("flush", 2))
+
+
+def test_the_input_is_uneven_so_that_batches_span_partitions():
+    assert uneven_sizes(60) == [6, 21, 33]
+    assert sum(uneven_sizes(40)) == 40
+    ends = [6, 6 + 21]
+    assert all(s % EX.batch for s in [*uneven_sizes(60), *ends])  # no batch ends there
+
+
+def test_the_plan_names_the_point_the_calls_counted_and_the_fault():
+    assert PLAN == {"point": "flush#2", "cycle": ["poll", "flush", "commit"],
+                    "fault": "crash_consumer", "optional": []}
+    assert stage_plan(EX, "none", None) == {}
+
+
+def e(process: str, kind: str, **kw) -> dict:
+    return {"t": 0.0, "process": process, "kind": kind, **kw}
+
+
+def test_a_killed_stage_and_its_successor_that_finished_are_judged():
+    endings = [("stage-0", "killed", ""), ("stage-1", "done", "")]
+    assert judge_state([], endings, PLAN) == (JUDGED, "")
+
+
+def test_code_that_raised_is_the_students_with_its_traceback():
+    tb = "Traceback (your code):\n  File mine.py, line 3\nKeyError: 'x'"
+    events = [e("stage-0", "raised", detail=tb)]
+    assert judge_state(events, [("stage-0", "raised", "")], PLAN) == (RAISED, tb)
+
+
+def test_a_run_out_of_time_is_not_judged_unless_the_loop_ignored_running():
+    slow = judge_state([], [("stage-0", "timeout", "killed")], {})
+    assert slow[0] == TIMEOUT and slow[1].startswith("not judged: stage-0 did not get")
+    hung = judge_state([e("stage-0", "stopped")], [("stage-0", "timeout", "")], {})
+    assert hung[0] == HUNG and "running() was False" in hung[1]
+    # the child's own deadline ended the loop: partial output, not judged either
+    assert judge_state([e("stage-0", "deadline")], [("stage-0", "done", "")], {})[0] == TIMEOUT
+
+
+def test_a_crash_the_run_never_reached_is_the_graders_problem():
+    events = [e("stage-0", "end", counts={"poll": 6, "flush": 1, "commit": 1})]
+    state, reason = judge_state(events, [("stage-0", "done", "")], PLAN)
+    assert state == UNPLACED
+    assert reason == ("not judged: the grader could not place its crash after your 2nd "
+                      "flush: your run made 1 flush call")
+
+
+def test_a_call_a_correct_loop_never_makes_is_no_crash_point_of_theirs():
+    """04: a loop that sends its offsets in the transaction never commits them itself;
+    the kill planned after its 1st offset commit never comes, and the run is judged as
+    it ran. A loop that commits once, then no more, is still the grader's problem."""
+    plan = stage_plan(exercise("04"), "crash_consumer", CrashPoint("commit", 1))
+    never = [e("stage-0", "end", counts={"poll": 6, "commit_transaction": 6})]
+    assert judge_state(never, [("stage-0", "done", "")], plan) == (JUDGED, "")
+    plan2 = stage_plan(exercise("04"), "crash_consumer", CrashPoint("commit", 2))
+    once = [e("stage-0", "end", counts={"poll": 6, "commit": 1})]
+    assert judge_state(once, [("stage-0", "done", "")], plan2)[0] == UNPLACED
+    # 02's commit is no optional call: a loop that never commits is not judged there
+    never02 = [e("stage-0", "end", counts={"poll": 6, "flush": 6})]
+    plan02 = stage_plan(EX, "crash_consumer", CrashPoint("commit", 1))
+    assert judge_state(never02, [("stage-0", "done", "")], plan02)[0] == UNPLACED
+
+
+def test_a_grader_failure_or_an_unplanned_kill_is_not_judged():
+    assert judge_state([], [("stage-0", "error", "Traceback...")], {})[0] == BROKEN
+    assert judge_state([], [("stage-0", "killed", "")], {})[0] == BROKEN
+
+
+def test_verdicts_judge_nothing_the_run_cannot_show():
+    counts = {"pipeline_missing": 3}
+    assert EX.verdicts("crash_consumer", counts, JUDGED) == {
+        "nothing_lost": False, "one_batch_redone": True, "finishes": True}
+    for state in (RAISED, HUNG):
+        assert EX.verdicts("crash_consumer", counts, state) == {
+            "nothing_lost": None, "one_batch_redone": None, "finishes": False}
+    for state in (TIMEOUT, UNPLACED, BROKEN):
+        assert set(EX.verdicts("crash_consumer", counts, state).values()) == {None}
+
+
+def run(point: str, state: str, reason: str = "", counts=None) -> Run:
+    c = counts or {}
+    return Run("02", "crash_consumer", 1, c, EX.verdicts("crash_consumer", c, state),
+               point=point, state=state, reason=reason)
+
+
+def test_the_report_never_counts_a_run_not_judged_as_a_pass(tmp_path: Path):
+    sol = tmp_path / "mine.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    runs = [run("poll#1", JUDGED), run("flush#1", TIMEOUT, "not judged: slow host")]
+    report = Report(EX, sol, runs)
+    assert report.cell("crash_consumer", "nothing_lost").state == "not judged"
+    assert report.failed == 0 and report.not_judged == 3 and not report.ok
+    text = str(report)
+    assert "1/2 not judged" in text
+    assert "NOT JUDGED crash_consumer x nothing_lost:" in text
+    assert "seed 1, flush#1: not judged: slow host" in text
+    assert text.splitlines()[-1] == "0 passed, 0 failed, 3 not judged"
+
+
+def test_code_that_raised_tops_the_report_and_fails_finishes_only(tmp_path: Path):
+    sol = tmp_path / "mine.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    tb = "Traceback (your code):\n  File mine.py, line 3\nKeyError: 'x'"
+    report = Report(EX, sol, [run("poll#1", JUDGED), run("flush#1", RAISED, tb)])
+    text = str(report)
+    assert text.index("YOUR CODE RAISED") < text.index("fault ")  # above the table
+    assert "KeyError: 'x'" in text
+    assert report.cell("crash_consumer", "finishes").state == "FAIL"
+    assert report.cell("crash_consumer", "nothing_lost").state == "not judged"
+    fail = report.failures()[0]
+    assert fail["property"] == "finishes" and "commit" not in fail["hint"]
+    assert fail["replay"].endswith("--fault crash_consumer --seed 1 --point 'flush#1'")
+
+
+def test_a_failing_report_names_the_crash_point_in_the_students_words(tmp_path: Path):
+    sol = tmp_path / "mine.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    bad = run("flush#2", JUDGED, counts={"pipeline_extra": 20})
+    bad.crash = "after your 2nd flush, before your 1st offset commit"
+    text = str(Report(EX, sol, [run("poll#1", JUDGED), bad]))
+    assert "killed after your 2nd flush, before your 1st offset commit (seed 1)" in text
+    assert "runs failing: seed 1, flush#2" in text
+
+
+def test_under_a_live_fault_a_first_process_that_raised_hands_over_to_its_successor():
+    tb = "Traceback (your code):\nRuntimeError: output not confirmed"
+    events = [e("stage-0", "raised", detail=tb)]
+    endings = [("stage-0", "raised", ""), ("stage-1", "done", "")]
+    assert judge_state(events, endings, {}, live=True) == (JUDGED, "")
+    assert judge_state(events, endings, {})[0] == RAISED  # no live fault: the student's
+    # the successor raising too is the student's error
+    events.append(e("stage-1", "raised", detail=tb))
+    both = [("stage-0", "raised", ""), ("stage-1", "raised", "")]
+    assert judge_state(events, both, {}, live=True)[0] == RAISED
+    assert EX.live_faults == ("hold_request",) and "hold_request" in EX.faults
+
+
+def test_a_spark_driver_killed_by_its_plan_hands_over_and_a_crash_query_driver_finishes():
+    spark_plan = {"crash": "kill_driver", "crash_at": 1}
+    killed = [("driver-0", "killed", ""), ("driver-1", "done", "")]
+    assert judge_state([], killed, spark_plan, 240) == (JUDGED, "")
+    assert judge_state([], [("driver-0", "done", "")], spark_plan, 240) == (JUDGED, "")
+    slow = judge_state([], [("driver-0", "timeout", "")], spark_plan, 240)
+    assert slow[0] == TIMEOUT and "in 240 s" in slow[1]
+
+
+class FakeCluster:
+    size = 1
+
+    def create_topic(self, name, partitions, config=None):
+        pass
+
+
+class FakeNemesis:
+    def __init__(self, cluster, history=None):
+        pass
+
+    def heal(self):
+        pass
+
+
+def script(stage_events: list[dict], endings: list[tuple[str, str]]):
+    """A Stage stand-in whose processes end as scripted and whose events are given."""
+    import time as _time
+
+    class FakeStage:
+        client_id = "student"
+
+        def __init__(self, *args):
+            self.started = []
+            self.names = {"in": args[3], "out": args[4]}  # the run's fresh topics
+
+        def run(self, process, plan):
+            self.started.append((process, plan))
+            return endings[len(self.started) - 1]
+
+        def read_events(self):
+            now = _time.monotonic()
+            return [{**ev, "t": now - 5 + i * 0.01,
+                     **({"topic": self.names[ev["topic"]]} if "topic" in ev else {})}
+                    for i, ev in enumerate(stage_events)]
+
+        def close(self):
+            pass
+
+    return FakeStage
+
+
+def wired(monkeypatch, stage_events, endings, output: list[str]):
+    """run_once with its cluster, processes and read-back stood in: the plumbing from
+    events to verdicts runs for real (History, Checker, redo bound, run state)."""
+    from deliverylab.grade import runner
+    from deliverylab.history import Read
+
+    values = [f"producer-0:{i}" for i in range(4)]
+
+    def write_input(cluster, topic, n, history, process="producer-0"):
+        for i, v in enumerate(values):
+            history.record("producer-0", "send", "ok", [v], topic=topic, partition=0,
+                           offset=i)
+
+    def read_back(cluster, topics, isolation):
+        src, sink = topics
+        return ([Read(src, 0, i, v) for i, v in enumerate(values)]
+                + [Read(sink, 0, i, v) for i, v in enumerate(output)])
+
+    monkeypatch.setattr(runner, "write_input", write_input)
+    monkeypatch.setattr(runner, "Nemesis", FakeNemesis)
+    monkeypatch.setattr(runner, "Stage", script(stage_events, endings))
+    monkeypatch.setattr(runner, "read_back", read_back)
+    return runner
+
+
+def poll(process, value, offset):
+    return {"process": process, "kind": "poll", "values": [value], "topic": "in",
+            "partition": 0, "offset": offset}
+
+
+def send(process, value):
+    return {"process": process, "kind": "send", "outcome": "ok", "values": [value],
+            "topic": "out"}
+
+
+def test_run_once_judges_an_off_by_one_commit_by_the_exact_bound(monkeypatch, tmp_path):
+    v = [f"producer-0:{i}" for i in range(4)]
+    events = [poll("stage-0", v[0], 0), poll("stage-0", v[1], 1), send("stage-0", v[0]),
+              send("stage-0", v[1]),
+              {"process": "stage-0", "kind": "commit", "outcome": "ok", "detail": "in/0@1"},
+              {"process": "stage-0", "kind": "fault", "fault": "crash_consumer",
+               "outcome": "info", "words": "after your 1st offset commit, before your 2nd "
+               "poll", "detail": "stage-0 is SIGKILLed after your 1st offset commit"},
+              poll("stage-1", v[1], 1), poll("stage-1", v[2], 2), poll("stage-1", v[3], 3),
+              send("stage-1", v[1]), send("stage-1", v[2]), send("stage-1", v[3])]
+    runner = wired(monkeypatch, events, [("killed", ""), ("done", "")],
+                   [v[0], v[1], v[1], v[2], v[3]])
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    assert run.state == JUDGED and run.point == "commit#1"
+    assert run.crash == "after your 1st offset commit, before your 2nd poll"
+    assert run.counts["redo_beyond"] == 1 and run.counts["pipeline_extra"] == 1
+    assert run.passed == {"nothing_lost": True, "one_batch_redone": False, "finishes": True}
+    assert run.examples["pipeline_extra"] == [{"value": v[1]}]
+
+
+def test_run_once_does_not_judge_a_crash_it_could_not_place(monkeypatch, tmp_path):
+    v = [f"producer-0:{i}" for i in range(4)]
+    events = [*(poll("stage-0", x, i) for i, x in enumerate(v)),
+              *(send("stage-0", x) for x in v),
+              {"process": "stage-0", "kind": "end", "counts": {"poll": 1, "flush": 1,
+                                                               "commit": 0}}]
+    runner = wired(monkeypatch, events, [("done", "")], v)
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    assert run.state == UNPLACED and set(run.passed.values()) == {None}
+    assert "your run made 0 offset commit calls" in run.reason
+
+
+def test_run_once_hands_a_raise_on_the_live_fault_to_a_successor(monkeypatch, tmp_path):
+    import types
+
+    v = [f"producer-0:{i}" for i in range(4)]
+    tb = "Traceback (your code):\nRuntimeError: output not confirmed"
+    events = [poll("stage-0", v[0], 0), {"process": "stage-0", "kind": "raised",
+                                          "detail": tb},
+              *(poll("stage-1", x, i) for i, x in enumerate(v)),
+              *(send("stage-1", x) for x in v)]
+    runner = wired(monkeypatch, events, [("raised", ""), ("done", "")], v)
+    held = types.SimpleNamespace(handle=types.SimpleNamespace(held=["a request"]))
+    monkeypatch.setattr(FakeNemesis, "hold_request", lambda self, **kw: held, raising=False)
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "hold_request", 1, FakeCluster())
+    assert run.state == JUDGED and run.ok
+    # the same raise with no live fault is the student's error, on top of the report
+    runner = wired(monkeypatch, events[:2], [("raised", "")], v)
+    run = runner.run_once(EX, sol, "none", 1, FakeCluster())
+    assert run.state == RAISED and run.errors[0] == tb
+    assert run.passed == {"nothing_lost": None, "one_batch_redone": None, "finishes": False}
