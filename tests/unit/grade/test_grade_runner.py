@@ -167,7 +167,7 @@ def test_a_spark_driver_killed_by_its_plan_hands_over_and_a_crash_query_driver_f
 
 
 class FakeCluster:
-    size = 1
+    brokers = 1
 
     def create_topic(self, name, partitions, config=None):
         pass
