@@ -128,8 +128,9 @@ def one_student(name: str, student: Student, uid: int, limits: Limits, chapters:
         left = left_after(uid, server)
         end = time.monotonic()
         windows[(name, chapter)] = (start - sampler.t0, end - sampler.t0)
+        text, unread = hc.read_results(student.file_text, results)
         row = hc.StudentChapter(
-            name, hc.chapter_run(chapter, wall, student.file_text(results), error),
+            name, hc.chapter_run(chapter, wall, text, error or unread),
             limits.peak_bytes(),
             hc.window_peak(sampler.samples, name, start - sampler.t0, end - sampler.t0),
             left, baseline)
@@ -228,8 +229,10 @@ def main(argv: list[str] | None = None) -> int:
             for name, future in futures.items():
                 try:
                     rows += future.result()
-                except Exception as exc:
-                    print(f"[{name}] FAILED before its chapters ended: {hc.first_line(exc)}")
+                except Exception as exc:  # the student stays in the table, FAILED
+                    why = f"failed before its chapters ended: {hc.first_line(exc)}"
+                    print(f"[{name}] {why}")
+                    rows += hc.never_ran(name, args.chapters, why)
         wall = time.monotonic() - t0
         print(f"\n== per student per chapter ({wall:.0f} s from the hub's start) ==")
         print(hc.summary_table(rows))

@@ -19,7 +19,7 @@ its memory limit and seats cover the heaviest chapter, not chapter 02 alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,24 @@ def chapter_run(chapter: str, wall: float, text: str | None, error: str | None
     elif error is None:
         error = f"the notebook wrote no results file ({results_file(chapter)})"
     return course.ChapterRun(chapter, error is None, wall, results, error)
+
+
+def read_results(read: Callable[[str], str | None], path: str
+                 ) -> tuple[str | None, str | None]:
+    """The results file at ``path`` through ``read`` (``Student.file_text``: None if
+    there is none) and, if reading it failed, why in one line: a student whose file
+    cannot be read is reported with that reason, not dropped from the class's table."""
+    try:
+        return read(path), None
+    except Exception as exc:  # the hub, the network, a bad model: reported in the row
+        return None, f"could not read {path}: {first_line(exc)}"
+
+
+def never_ran(student: str, chapters: Sequence[str], error: str) -> list[StudentChapter]:
+    """Rows for a student whose chapters never ran (their login, server or kernel
+    failed first): each chapter FAILED with ``error``, so the table still lists them."""
+    return [StudentChapter(student, course.ChapterRun(c, False, 0.0, None, error))
+            for c in chapters]
 
 
 def first_line(exc: BaseException, width: int = 200) -> str:
