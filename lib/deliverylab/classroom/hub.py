@@ -213,10 +213,54 @@ def remove_students(settings: HubSettings) -> list[str]:
             raise LabError(f"Unix user {name} exists but was not made by the classroom "
                            f"(its comment is {user.pw_gecos!r}): not removed")
         sweep(user.pw_uid, what=f"{student}'s processes")
+        remove_files_of(user.pw_uid)  # uids are reused: the next class must not own them
         run(["userdel", "--remove", name], ok=(0, 12))  # 12: home already gone
         shutil.rmtree(settings.home(student), ignore_errors=True)
         gone.append(name)
     return gone
+
+
+#: The folders every user may write outside their home, where a student's JVMs,
+#: Python and tools could leave files (``hsperfdata_<user>``, native library copies).
+SHARED_TMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
+def remove_files_of(uid: int, roots: tuple[Path, ...] = SHARED_TMP) -> list[Path]:
+    """Remove every file and folder ``uid`` owns under ``roots`` (a folder of theirs
+    with all it holds), never following a link; returns what was removed. Run once the
+    uid's processes are swept: a deleted student's uid is the next class's, which would
+    otherwise start out owning (and reading) these files."""
+    if uid == 0:
+        raise LabError("refusing to remove uid 0's files (root): a student is never root")
+    removed: list[Path] = []
+
+    def walk(folder: Path) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                st = entry.stat(follow_symlinks=False)
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_uid == uid:
+                try:
+                    shutil.rmtree(path) if is_dir else path.unlink()
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise LabError(f"could not remove {path} of uid {uid}: {exc}") from exc
+                removed.append(path)
+            elif is_dir:
+                walk(path)
+
+    for root in roots:
+        if root.is_dir():
+            walk(root)
+    return removed
 
 
 def run(argv: list[str], ok: tuple[int, ...] = (0,)) -> None:
