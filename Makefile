@@ -126,17 +126,21 @@ HUB_PORT ?= 8000
 CHP := build/chp/node_modules/.bin/configurable-http-proxy
 $(CHP):
 	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
-# Empty: no memory cap. A class doing every chapter needs MEM_LIMIT_GB=3 (chapter 07;
-# README "Sizing a classroom").
+# Empty: the plan's cap (classroom/plan.py default_mem_limit_gb: the heaviest chapter's
+# peak RSS x 1.25, 2.75 GB from chapter 07 unless results/classroom-plan says more). A
+# host where no cap can be set (no writable cgroup v1 or v2) refuses to start the class
+# unless ALLOW_UNCAPPED=1.
 MEM_LIMIT_GB ?=
 CPU_LIMIT ?=
+ALLOW_UNCAPPED ?=
 export CLASSROOM_PASSWORD
 classroom: setup $(CHP)
 	$(BIN)/python -m pip install --quiet -e '.[classroom]'
 	$(if $(filter docker,$(SPAWNER)),bash docker/engine.sh && PYTHON=$(BIN)/python bash docker/lab-image.sh)
 	$(BIN)/python -m deliverylab.classroom.hub start --students $(STUDENTS) \
 	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT) --spawner $(SPAWNER) \
-	    $(if $(MEM_LIMIT_GB),--mem-limit-gb $(MEM_LIMIT_GB)) $(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT))
+	    $(if $(MEM_LIMIT_GB),--mem-limit-gb $(MEM_LIMIT_GB)) $(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT)) \
+	    $(if $(filter-out 0,$(ALLOW_UNCAPPED)),--allow-uncapped)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

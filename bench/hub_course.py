@@ -37,8 +37,8 @@ from deliverylab.classroom import course, instructor
 from deliverylab.classroom import hub as hubmod
 from deliverylab.classroom import hub_course as hc
 from deliverylab.classroom.hub_client import Student
-from deliverylab.classroom.hub_limits import CGROUP_ROOT, GROUP, Limits
-from deliverylab.classroom.measure import Sampler
+from deliverylab.classroom.hub_limits import Limits, student_dirs
+from deliverylab.classroom.measure import Memory, Sampler, total_memory
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports
 from deliverylab.runtime.profile import PROFILES
@@ -68,6 +68,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         raise bad_value("--students", args.students, f"1 to {len(NAMES)}")
     args.chapters = hc.select_chapters(args.chapters)
     return args
+
+
+def uid_memory(uid: int) -> tuple[Memory, int]:
+    """The summed memory of every live process of ``uid`` and how many were read: a
+    student's server, kernels, brokers, JVMs, reapers, whatever session they sit in."""
+    return total_memory(hubmod.processes_of(uid))
 
 
 def server_pids(uid: int) -> set[int]:
@@ -175,9 +181,7 @@ def left_behind(settings: hubmod.HubSettings, uids: dict[str, int]) -> list[str]
             pass
         if settings.home(name).exists():
             out.append(f"{name}: home {settings.home(name)}")
-        out += [f"{name}: cgroup {d}" for d in (CGROUP_ROOT / "memory" / GROUP / unix,
-                                                CGROUP_ROOT / "cpu" / GROUP / unix)
-                if d.exists()]
+        out += [f"{name}: cgroup {d}" for d in student_dirs(unix) if d.exists()]
     if Path(settings.state).exists():
         out.append(f"the hub's state {settings.state}")
     return out
@@ -220,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         uids = {n: pwd.getpwnam(settings.unix_name(n)).pw_uid for n in names}
         limits = {n: Limits(settings.unix_name(n), int(args.mem_limit_gb * 2**30), None)
                   for n in names}
-        with Sampler(uids, interval=1.0, measure=hc.uid_memory) as sampler, \
+        with Sampler(uids, interval=1.0, measure=uid_memory) as sampler, \
                 ThreadPoolExecutor(len(names)) as pool:
             futures = {n: pool.submit(one_student, n, Student(settings.url, n,
                                                               settings.password),

@@ -48,15 +48,11 @@ from pathlib import Path
 
 from ..errors import LabError, bad_value
 from ..runtime.profile import PROFILES
+from .hub_host import CHP, CLASS_CACHE, LIB, ROOT, install_proxy, prepare_cache, run
+from .hub_host import prepare_runtime as _prepare_runtime
+from .hub_host import reachable as reachable
+from .plan import default_mem_limit_gb
 
-ROOT = Path(__file__).resolve().parents[3]
-LIB = Path(__file__).resolve().parents[2]
-#: configurable-http-proxy, installed by ``make classroom`` (npm) into build/.
-CHP = ROOT / "build" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
-CHP_VERSION = "5.3.0"
-#: The class's shared, read-only jars cache (the lab's own sits in root's home, which
-#: students cannot enter).
-CLASS_CACHE = Path(os.environ.get("CLASS_CACHE", "/var/cache/deliverylab-class"))
 #: The comment on every Unix user this module creates: :func:`remove_students` removes
 #: only users that carry it.
 GECOS = "deliverylab classroom student"
@@ -91,9 +87,14 @@ class HubSettings:
     cull_every: int = 300
     activity_interval: int = 60  # how often a server tells the hub it is in use
     concurrent_spawn_limit: int = 10
-    #: Per-student caps (a cgroup each, :mod:`.hub_limits`); None: no cap.
-    mem_limit_gb: float | None = None
+    #: Per-student caps (a cgroup each, :mod:`.hub_limits`; docker: the engine's). On
+    #: by default, sized by the plan (:func:`.plan.default_mem_limit_gb`); None: no
+    #: memory cap, which needs ``allow_uncapped``.
+    mem_limit_gb: float | None = field(default_factory=default_mem_limit_gb)
     cpu_limit: float | None = None
+    #: Start a class on a host where no cap can be set (or with no memory cap at all):
+    #: one student's heavy chapter can then take every student's kernels down.
+    allow_uncapped: bool = False
     #: The student profile every server runs with ($DELIVERYLAB_PROFILE,
     #: runtime/profile.py): 'light' caps the JVMs, measured in `make classroom-plan`.
     profile: str = "light"
@@ -124,6 +125,11 @@ class HubSettings:
             if name not in self.students or len(pw) < 8:
                 raise bad_value(f"class-list password of {name}", "*" * len(pw),
                                 "a listed student's password of 8 characters or more")
+        if self.mem_limit_gb is None and not self.allow_uncapped:
+            raise LabError("no memory cap per student: give --mem-limit-gb GB (the plan's "
+                           f"is {default_mem_limit_gb():g}) or --allow-uncapped")
+        if self.mem_limit_gb is not None and not 0.0625 <= self.mem_limit_gb <= 1024:
+            raise bad_value("mem_limit_gb", self.mem_limit_gb, "gigabytes, 0.0625 to 1024")
         if len(self.password) < 8 and set(self.passwords) != set(self.students):
             raise bad_value("password", "*" * len(self.password), "8 characters or more "
                             "(JupyterHub's SharedPasswordAuthenticator asks for 8)")
@@ -263,12 +269,6 @@ def remove_files_of(uid: int, roots: tuple[Path, ...] = SHARED_TMP) -> list[Path
     return removed
 
 
-def run(argv: list[str], ok: tuple[int, ...] = (0,)) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    if proc.returncode not in ok:
-        raise LabError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.strip()}")
-
-
 # --- every process of a student ------------------------------------------------------
 
 def processes_of(uid: int) -> list[int]:
@@ -304,116 +304,21 @@ def sweep(uid: int, timeout: float = 30.0, what: str = "the student's processes"
         time.sleep(0.1)
 
 
-# --- the shared cache ----------------------------------------------------------------
+# --- the caps --------------------------------------------------------------------------
 
-def prepare_cache(cache: Path = CLASS_CACHE) -> Path:
-    """The class's jars cache at ``cache``: jars hard-linked (or copied) from the lab's
-    own cache, checked and completed by the installer, the class-data archives recorded
-    at this path, everything root-owned and world-readable, nothing world-writable."""
-    from ..runtime import jars
+def check_caps(settings: HubSettings) -> str | None:
+    """Can this host cap each student (local spawner)? Raises one line if not and the
+    class did not allow it (``allow_uncapped``); returns why not if it did, else None."""
+    from .hub_limits import why_not
 
-    own = jars.cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    if own.resolve() != cache.resolve() and own.is_dir():
-        for src in own.rglob("*.jar"):
-            dst = cache / src.relative_to(own)
-            if not dst.exists():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(src, dst)
-                except OSError:
-                    shutil.copy2(src, dst)
-    env = {**os.environ, "DELIVERYLAB_CACHE": str(cache),
-           "PYTHONPATH": str(LIB) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, "-m", "deliverylab.classroom.install"], env=env,
-                          capture_output=True, text=True, timeout=1200)
-    if proc.returncode != 0:
-        raise LabError(f"filling the class cache {cache} failed:\n{proc.stdout[-1500:]}"
-                       f"\n{proc.stderr[-1500:]}")
-    for path in [cache, *cache.rglob("*")]:
-        mode = path.lstat().st_mode & 0o777
-        if not path.is_symlink():
-            path.chmod((mode | 0o555 if path.is_dir() else mode | 0o444) & ~0o022)
-    for parent in cache.parents:  # students must be able to walk to it
-        if not os.stat(parent).st_mode & 0o001:
-            raise LabError(f"the class cache {cache} sits under {parent}, which other "
-                           "users cannot enter: choose another CLASS_CACHE")
-    return cache
-
-
-def install_proxy(chp: Path = CHP) -> Path:
-    """configurable-http-proxy from npm into build/chp (``make classroom`` does the same)."""
-    if not chp.exists():
-        prefix = chp.parents[2]
-        proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix",
-                               str(prefix), f"configurable-http-proxy@{CHP_VERSION}"],
-                              capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0 or not chp.exists():
-            raise LabError(f"npm could not install configurable-http-proxy into {prefix} "
-                           f"(exit {proc.returncode}): {proc.stderr[-800:]}")
-    return chp
-
-
-# --- the Python students run -----------------------------------------------------------
-
-#: Where a class runtime is made when students cannot reach the venv's interpreter.
-RUNTIME = Path(os.environ.get("CLASS_RUNTIME", "/opt/deliverylab-class"))
-
-
-def reachable(path: Path) -> bool:
-    """Can any user walk to and read/run ``path`` (every folder above it o+x)?"""
-    path = path.resolve()
-    return all(os.stat(p).st_mode & 0o001 for p in path.parents) \
-        and bool(os.stat(path).st_mode & 0o004)
-
-
-def prepare_runtime(settings: HubSettings, runtime: Path = RUNTIME) -> None:
-    """Make the venv's Python runnable by students, in ``settings`` (``venv_bin``,
-    ``extra_env``).
-
-    A venv's ``python`` is a link to the interpreter it was made from; when that sits in
-    a home students cannot enter (pyenv's, in root's home, on this machine), the
-    interpreter's installation is hard-linked (copied if another disk) to
-    ``<runtime>/python`` and a venv made from it at ``<runtime>/venv`` that adds the
-    lab venv's packages (a ``.pth`` calling ``site.addsitedir``): nothing is downloaded
-    and the packages are the lab's own. ``LD_LIBRARY_PATH`` finds the copy's libpython
-    (pyenv's builds name their own lib folder as the run path); ``JUPYTER_*`` the lab
-    venv's server extensions and JupyterLab."""
-    venv_python = Path(settings.venv_bin) / "python"
-    if reachable(venv_python):
-        return
-    probe = subprocess.run([str(venv_python), "-c", "import sys, site; print(sys.base_prefix);"
-                            " print(site.getsitepackages()[0]); print(sys.version_info[1]);"
-                            " print(sys.prefix)"],
-                           capture_output=True, text=True, timeout=60, check=True)
-    base, site_packages, minor, prefix = probe.stdout.split()
-    copy, venv = runtime / "python", runtime / "venv"
-    runtime.mkdir(parents=True, exist_ok=True)
-    runtime.chmod(0o755)
-    if not copy.exists():
-        run(["cp", "-al", base, str(copy)], ok=(0, 1))
-        if not (copy / "bin" / f"python3.{minor}").exists():
-            shutil.rmtree(copy, ignore_errors=True)
-            run(["cp", "-a", base, str(copy)])
-    # Jupyter finds its server extensions' config, JupyterLab and the labextensions under
-    # sys.prefix: point it at the lab venv's.
-    env = {"LD_LIBRARY_PATH": str(copy / "lib"),
-           "JUPYTER_PATH": f"{prefix}/share/jupyter",
-           "JUPYTER_CONFIG_PATH": f"{prefix}/etc/jupyter",
-           "JUPYTERLAB_DIR": f"{prefix}/share/jupyter/lab"}
-    if not (venv / "bin" / "python").exists():
-        proc = subprocess.run([str(copy / "bin" / f"python3.{minor}"), "-m", "venv",
-                               "--without-pip", str(venv)], capture_output=True, text=True,
-                              timeout=120, env={**os.environ, **env})
-        if proc.returncode != 0:
-            raise LabError(f"could not make the class venv {venv}: {proc.stderr[-500:]}")
-    pth = venv / "lib" / f"python3.{minor}" / "site-packages" / "deliverylab-lab-venv.pth"
-    pth.write_text(f"import site; site.addsitedir({site_packages!r})\n")
-    if not reachable(venv / "bin" / "python"):
-        raise LabError(f"the class venv {venv} is not reachable by other users: choose "
-                       "another CLASS_RUNTIME")
-    settings.venv_bin = str(venv / "bin")
-    settings.extra_env = {**settings.extra_env, **env}
+    if settings.mem_limit_gb is None and settings.cpu_limit is None:
+        return "no caps asked for"  # only with allow_uncapped (HubSettings checks)
+    why = why_not()
+    if why is not None and not settings.allow_uncapped:
+        raise LabError(f"this host cannot cap each student's memory: {why}; refusing to "
+                       "start the class (--allow-uncapped, make classroom "
+                       "ALLOW_UNCAPPED=1: run it without caps)")
+    return why
 
 
 # --- the hub -------------------------------------------------------------------------
@@ -444,7 +349,9 @@ class Hub:
             for student in s.students:
                 hub_docker.ensure_home(s, student)
         else:
-            prepare_runtime(s)
+            check_caps(s)
+            s.venv_bin, env = _prepare_runtime(s.venv_bin)
+            s.extra_env = {**s.extra_env, **env}
             for student in s.students:
                 ensure_student(s, student)
         path = s.save()
@@ -557,7 +464,13 @@ def main(argv: list[str] | None = None) -> int:
                        help="the hub's public port; the hub itself uses 8081 and the "
                        "proxy's API 8001 (as JupyterHub does)")
     start.add_argument("--cull-timeout", type=int, default=3600)
-    start.add_argument("--mem-limit-gb", type=float, help="memory cap per student (GB)")
+    start.add_argument("--mem-limit-gb", type=float, default=None,
+                       help="memory cap per student (GB; default: the plan's, "
+                       f"{default_mem_limit_gb():g} from the saved measurements)")
+    start.add_argument("--allow-uncapped", action="store_true",
+                       help="start the class even on a host where no cap can be set "
+                       "(no writable cgroup): one student's heavy chapter can then take "
+                       "every student's kernels down")
     start.add_argument("--cpu-limit", type=float, help="CPU cap per student (cores)")
     start.add_argument("--profile", default="light",
                        help="the student profile every server runs with (light, default)")
@@ -584,7 +497,8 @@ def main(argv: list[str] | None = None) -> int:
                                passwords={n: pw for n, _, pw in listed if pw},
                                password=args.password, port=args.port, state=args.state,
                                cull_timeout=args.cull_timeout,
-                               mem_limit_gb=args.mem_limit_gb, cpu_limit=args.cpu_limit,
+                               mem_limit_gb=args.mem_limit_gb or default_mem_limit_gb(),
+                               cpu_limit=args.cpu_limit, allow_uncapped=args.allow_uncapped,
                                profile=args.profile, spawner=args.spawner,
                                image=args.image,
                                cull_every=max(10, min(300, args.cull_timeout // 4)))

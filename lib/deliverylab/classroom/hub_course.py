@@ -9,7 +9,8 @@ the results file the chapter wrote (:func:`chapter_run`, the same rule as ``make
 course``), the wall time, the student's cgroup peak (``memory.max_usage_in_bytes``,
 reset before each chapter: page cache included, and a shared page charged to the
 student who touched it first) and the peak PSS and RSS summed over every process of the
-student's uid, sampled (:func:`uid_memory`, :func:`window_peak`): PSS counts a page
+student's uid, sampled (``measure.total_memory`` of ``hub.processes_of``;
+:func:`window_peak`): PSS counts a page
 shared by k processes 1/k in each, which is what ``make classroom-plan``'s figures are.
 ``--save`` keeps each chapter's largest per-student peaks (:func:`chapter_peaks`) in a
 file ``make classroom-plan`` reads (:func:`save_peaks`, :func:`parse_peaks`), so that
@@ -26,7 +27,7 @@ from typing import Any
 
 from ..errors import LabError, bad_value
 from . import course, stacks
-from .measure import Memory, Sample, total_memory
+from .measure import Memory, Sample
 
 MIB = 2**20
 
@@ -112,15 +113,6 @@ def first_line(exc: BaseException, width: int = 200) -> str:
 
 
 # --- memory ------------------------------------------------------------------------------
-
-
-def uid_memory(uid: int) -> tuple[Memory, int]:
-    """The summed memory of every live process of ``uid`` and how many were read: a
-    student's server, kernels, brokers, JVMs, reapers, whatever session they sit in
-    (:class:`.measure.Sampler`'s ``measure``, with a uid as the root)."""
-    from .hub import processes_of
-
-    return total_memory(processes_of(uid))
 
 
 def window_peak(samples: Sequence[Sample], label: str, start: float, end: float

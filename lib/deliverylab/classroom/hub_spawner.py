@@ -21,9 +21,10 @@ from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Dict, HasTraits, Unicode, default
 
+from ..errors import LabError
 from . import hub_docker
 from .hub import HubSettings, ensure_student, sweep
-from .hub_limits import Limits
+from .hub_limits import Limits, why_not
 
 #: What the idle culler may do (its README's list): see users' activity, stop servers.
 CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
@@ -77,9 +78,13 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         s = self.classroom
         if s.mem_limit_gb is None and s.cpu_limit is None:
             return None
-        if not Limits.available():
-            self.log.warning("No cgroup v1 memory/cpu hierarchy to write: %s runs "
-                             "without its memory and CPU limits", self.user.name)
+        why = why_not()
+        if why is not None:  # the hub checked at its start; the host may have changed
+            if not s.allow_uncapped:
+                raise LabError(f"{self.user.name}'s server is not started without its "
+                               f"caps: {why}")
+            self.log.warning("%s runs without its memory and CPU caps: %s",
+                             self.user.name, why)
             return None
         mem = None if s.mem_limit_gb is None else int(s.mem_limit_gb * 2**30)
         return Limits(s.unix_name(self.user.name), mem, s.cpu_limit)
@@ -120,7 +125,10 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         await super().stop(now=now)
         uid = self.unix_user().pw_uid
         await asyncio.to_thread(sweep, uid, 30.0, f"{self.user.name}'s processes")
-        limits = self.limits()
+        try:
+            limits = self.limits()
+        except LabError:  # none was made: nothing to remove
+            limits = None
         if limits is not None:
             peak = limits.peak_bytes()
             await asyncio.to_thread(limits.remove)
