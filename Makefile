@@ -113,8 +113,10 @@ bundle: setup
 	    $(foreach p,$(BUNDLE_PLATFORMS),--platform $(p))
 
 # A JupyterHub for a class on this machine (as root): one Unix user per student
-# (dlab-<name>, home /home/dlab-<name>), the shared password CLASSROOM_PASSWORD (or a
-# class list file STUDENTS=file with `name:password` lines), the idle culler after
+# (dlab-<name>, home /home/dlab-<name>), a password each (a class list file
+# STUDENTS=file with `name:password` lines, the others generated and printed on
+# build/classroom/class-sheet.txt, 0600; CLASSROOM_PASSWORD=...: one shared password
+# instead, which lets any student log in as another), the idle culler after
 # CULL_TIMEOUT s, MEM_LIMIT_GB/CPU_LIMIT per student (a cgroup each). README: "Running a
 # workshop". Ctrl-C stops the hub, every server and every student process.
 # SPAWNER=docker: a container of the lab image per student instead (the engine started
