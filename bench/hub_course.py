@@ -38,6 +38,7 @@ from deliverylab.classroom import hub as hubmod
 from deliverylab.classroom import hub_course as hc
 from deliverylab.classroom.hub_client import Student
 from deliverylab.classroom.hub_limits import Limits, student_dirs
+from deliverylab.classroom.hub_network import NETNS_DIR
 from deliverylab.classroom.measure import Memory, Sampler, total_memory
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports
@@ -168,7 +169,7 @@ def instructors_view(settings: hubmod.HubSettings) -> None:
 
 def left_behind(settings: hubmod.HubSettings, uids: dict[str, int]) -> list[str]:
     """What of the class outlived the hub's stop: processes of the students' uids, their
-    users, homes, cgroups, the hub's state folder."""
+    users, homes, cgroups, network namespaces, the hub's state folder."""
     out = []
     for name, uid in uids.items():
         unix = settings.unix_name(name)
@@ -182,6 +183,8 @@ def left_behind(settings: hubmod.HubSettings, uids: dict[str, int]) -> list[str]
         if settings.home(name).exists():
             out.append(f"{name}: home {settings.home(name)}")
         out += [f"{name}: cgroup {d}" for d in student_dirs(unix) if d.exists()]
+        if (NETNS_DIR / unix).exists():
+            out.append(f"{name}: network namespace {unix}")
     if Path(settings.state).exists():
         out.append(f"the hub's state {settings.state}")
     return out

@@ -52,6 +52,7 @@ from ..runtime.profile import PROFILES
 from .hub_host import CHP, CLASS_CACHE, LIB, ROOT, install_proxy, prepare_cache, run
 from .hub_host import prepare_runtime as _prepare_runtime
 from .hub_host import reachable as reachable
+from .hub_network import NETWORKS, ClassNetwork
 from .plan import default_mem_limit_gb
 
 #: The comment on every Unix user this module creates: :func:`remove_students` removes
@@ -106,12 +107,19 @@ class HubSettings:
     #: happens to answer does not switch a class from one to the other.
     spawner: str = "local"
     image: str = LAB_IMAGE  # docker: the lab image (docker/lab-image.sh)
-    #: Where the hub listens; docker: the class network's gateway (set at start).
+    #: Where the hub listens; docker: the class network's gateway, local with an
+    #: isolated network: the class's hub address (both set at start).
     hub_ip: str = "127.0.0.1"
+    #: local: ``isolated`` (a network namespace per student, :mod:`.hub_network`: no
+    #: student reaches another's ports) or ``shared`` (the host's; any student can
+    #: connect to another's brokers). docker: the class network, whatever this says.
+    student_network: str = "isolated"
 
     def __post_init__(self) -> None:
         if self.spawner not in SPAWNERS:
             raise bad_value("spawner", self.spawner, "one of " + ", ".join(SPAWNERS))
+        if self.student_network not in NETWORKS:
+            raise bad_value("network", self.student_network, "one of " + ", ".join(NETWORKS))
         if self.profile not in PROFILES:
             raise bad_value("profile", self.profile, "one of " + ", ".join(PROFILES))
         if not self.students:
@@ -354,6 +362,10 @@ class Hub:
                 hub_docker.ensure_home(s, student)
         else:
             check_caps(s)
+            if s.student_network == "isolated":
+                net = ClassNetwork(s.prefix, s.students)
+                net.open()
+                s.hub_ip = net.hub_address
             s.venv_bin, env = _prepare_runtime(s.venv_bin)
             s.extra_env = {**s.extra_env, **env}
             for student in s.students:
@@ -451,6 +463,8 @@ def stop_everything(settings: HubSettings, remove_users: bool = False) -> list[s
         except KeyError:
             pass
         remove_all(settings.unix_name(student))
+    if settings.student_network == "isolated":
+        ClassNetwork(settings.prefix, settings.students).close()
     return []
 
 
@@ -486,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="local (a Unix user per student, default) or docker (a "
                        "container of the lab image per student)")
     start.add_argument("--image", default=LAB_IMAGE, help="docker: the lab image")
+    start.add_argument("--network", default="isolated", choices=NETWORKS,
+                       help="local: a network namespace per student (isolated, default) "
+                       "or the host's, where students reach each other's ports (shared)")
     start.add_argument("--state", default=str(ROOT / "build" / "classroom"))
     start.add_argument("--remove-users", action="store_true",
                        help="delete the students' Unix users and homes when stopping")
@@ -508,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
                                mem_limit_gb=args.mem_limit_gb or default_mem_limit_gb(),
                                cpu_limit=args.cpu_limit, allow_uncapped=args.allow_uncapped,
                                profile=args.profile, spawner=args.spawner,
+                               student_network=args.network,
                                image=args.image,
                                cull_every=max(10, min(300, args.cull_timeout // 4)))
         sheet = None

@@ -22,7 +22,7 @@ from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Dict, HasTraits, Unicode, default
 
 from ..errors import LabError
-from . import hub_docker
+from . import hub_docker, hub_network
 from .hub import HubSettings, ensure_student, sweep
 from .hub_limits import Limits, why_not
 
@@ -89,16 +89,27 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         mem = None if s.mem_limit_gb is None else int(s.mem_limit_gb * 2**30)
         return Limits(s.unix_name(self.user.name), mem, s.cpu_limit)
 
+    def network(self) -> hub_network.StudentNetwork | None:
+        """The student's own network namespace (``network = isolated``), else None."""
+        s = self.classroom
+        if s.student_network != "isolated":
+            return None
+        return hub_network.ClassNetwork(s.prefix, s.students).student(self.user.name)
+
     def make_preexec_fn(self, name: str) -> Any:
         become = set_user_setuid(self.classroom.unix_name(name))
-        limits = self.limits()
-        if limits is None:
+        steps = []
+        if (net := self.network()) is not None:
+            steps.append(net.join_fn())  # first: setns needs root's capabilities
+        if (limits := self.limits()) is not None:
+            limits.create()
+            steps.append(limits.join_fn())
+        if not steps:
             return become
-        limits.create()
-        join = limits.join_fn()
 
-        def preexec() -> None:  # as root: into the cgroups, then the student's uid
-            join()
+        def preexec() -> None:  # as root: into the namespace and cgroups, then the uid
+            for step in steps:
+                step()
             become()
         return preexec
 
@@ -119,6 +130,9 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         s = self.classroom
         await asyncio.to_thread(ensure_student, s, self.user.name)
         self.cmd = [str(Path(s.venv_bin) / "python"), "-m", "jupyterhub.singleuser"]
+        if (net := self.network()) is not None:
+            await asyncio.to_thread(hub_network.create, net, s.hub_ip)
+            self.ip = net.address  # the server listens there, for the hub's proxy
         return await super().start()
 
     async def stop(self, now: bool = False) -> None:
@@ -134,6 +148,8 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
             await asyncio.to_thread(limits.remove)
             self.log.info("%s's peak memory in its cgroup: %s MiB", self.user.name,
                           None if peak is None else peak // 2**20)
+        if (net := self.network()) is not None:
+            await asyncio.to_thread(hub_network.remove, net)
         self.log.info("Swept every process of %s (uid %d)", self.user.name, uid)
 
 
