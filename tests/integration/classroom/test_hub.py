@@ -66,17 +66,20 @@ def _probe(home, pid):
 
 def _listening():
     import psutil
-    return sorted({{c.laddr.port for c in psutil.net_connections('tcp')
+    any_ip = {{'0.0.0.0': '127.0.0.1', '::': '::1'}}
+    return sorted({{(any_ip.get(c.laddr.ip, c.laddr.ip), c.laddr.port)
+                    for c in psutil.net_connections('tcp')
                     if c.status == psutil.CONN_LISTEN}})
 
 def _connect(targets):
     import socket
     out = {{}}
     for host, port in targets:
-        s = socket.socket()
-        s.settimeout(0.5)
-        out[f'{{host}}:{{port}}'] = 'connected' if s.connect_ex((host, port)) == 0 else 'no'
-        s.close()
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            out[f'{{host}}:{{port}}'] = 'connected'
+        except OSError as exc:
+            out[f'{{host}}:{{port}}'] = type(exc).__name__
     return out
 """
 
@@ -163,8 +166,9 @@ def test_three_students_at_once(start_hub, class_cache: Path):
         # every port listening in the student's own network namespace (the brokers, their
         # proxy, the kernel's, the server's): seen from their kernel, as the host sees
         # only its own namespace's sockets
-        listening[name] = set(k.value("_listening()"))
-        assert ports <= listening[name], f"{name}'s brokers {ports} not in {listening[name]}"
+        listening[name] = {(ip, port) for ip, port in k.value("_listening()")}
+        assert ports <= {p for _, p in listening[name]}, \
+            f"{name}'s brokers {ports} not in {listening[name]}"
         for other in students:
             if other == name:
                 continue
@@ -177,13 +181,14 @@ def test_three_students_at_once(start_hub, class_cache: Path):
         for other in students:
             if other == name:
                 continue
-            theirs = sorted(listening[other])
-            targets = [["127.0.0.1", p] for p in theirs if p not in listening[name]] + \
+            mine = {p for _, p in listening[name]}
+            theirs = sorted({p for _, p in listening[other]})
+            targets = [["127.0.0.1", p] for p in theirs if p not in mine] + \
                 [[net.student(other).address, p] for p in theirs]
             got = k.value(f"_connect({targets!r})", timeout=300)
             assert len(got) == len(targets) and "connected" not in got.values(), \
                 f"{name} connected to {other}'s ports: {got}"
-        own = k.value(f"_connect({[['127.0.0.1', p] for p in sorted(listening[name])]!r})")
+        own = k.value(f"_connect({sorted(map(list, listening[name]))!r})", timeout=300)
         assert set(own.values()) == {"connected"}, f"{name}'s own ports: {own}"
 
     # --- a kernel SIGKILLed leaves nothing behind ---------------------------------------
