@@ -73,7 +73,7 @@ def find_java() -> str:
 
 def temp_opts(folder: Path | str | None = None) -> list[str]:
     """The JVM options that keep a JVM's temporary files out of the shared ``/tmp``: in
-    ``folder`` (made if missing; a folder removed with its owner, e.g. a cluster's
+    ``folder`` (made 0700 if missing; a folder removed with its owner, e.g. a cluster's
     workdir), else in this process's temporary folder (``$TMPDIR``: a student's own).
 
     Why each: HotSpot writes its perf data to ``/tmp/hsperfdata_<user>/<pid>`` whatever
@@ -86,7 +86,7 @@ def temp_opts(folder: Path | str | None = None) -> list[str]:
     if folder is None:
         folder = tempfile.gettempdir()
     else:
-        Path(folder).mkdir(parents=True, exist_ok=True)
+        Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)  # the owner's only
     return ["-XX:-UsePerfData", f"-Djava.io.tmpdir={folder}",
             f"-Dorg.xerial.snappy.tempdir={folder}"]
 

@@ -39,6 +39,7 @@ def test_temp_opts_keep_a_jvms_files_in_the_given_folder_or_tmpdir(tmp_path: Pat
     assert java.temp_opts(folder) == ["-XX:-UsePerfData", f"-Djava.io.tmpdir={folder}",
                                       f"-Dorg.xerial.snappy.tempdir={folder}"]
     assert folder.is_dir()  # a JVM given a missing tmpdir would lose lz4's native code
+    assert folder.stat().st_mode & 0o777 == 0o700
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(java.tempfile, "tempdir", None)
     assert f"-Djava.io.tmpdir={tmp_path}" in java.temp_opts()
