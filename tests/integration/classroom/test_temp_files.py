@@ -51,8 +51,8 @@ listed = tools.run("kafka-topics", "--list", bootstrap=bootstrap)
 spark = session.session()
 count = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
          .option("subscribe", "leftovers").load().groupBy("partition").count().collect())
-print(json.dumps({"count": sum(r["count"] for r in count), "listed": listed.split()}),
-      flush=True)
+print("RESULT", json.dumps({"count": sum(r["count"] for r in count),
+                            "listed": listed.split()}), flush=True)
 sys.stdin.read()  # until the test closes it
 session.stop()
 cluster.stop()
@@ -107,9 +107,11 @@ def test_a_run_leaves_nothing_in_the_shared_tmp(tmp_path: Path, ending: str):
                              start_new_session=True)
     everything: set[int] = set()
     try:
-        line = child.stdout.readline()
-        assert line, f"the child ended before reading the topic (exit {child.wait(60)})"
-        got = json.loads(line)
+        line = ""
+        while not line.startswith("RESULT "):  # the lab's own messages come first
+            line = child.stdout.readline()
+            assert line, f"the child ended before reading the topic (exit {child.wait(60)})"
+        got = json.loads(line.removeprefix("RESULT "))
         assert got["count"] == 500 and "leftovers" in got["listed"], got
         jvms = java_pids(child.pid)
         assert len(jvms) >= 2, f"expected the broker's and Spark's JVMs, found {jvms}"
