@@ -112,8 +112,10 @@ bundle: setup
 	    $(foreach p,$(BUNDLE_PLATFORMS),--platform $(p))
 
 # A JupyterHub for a class on this machine (as root): one Unix user per student
-# (dlab-<name>, home /home/dlab-<name>), the shared password CLASSROOM_PASSWORD (or a
-# class list file STUDENTS=file with `name:password` lines), the idle culler after
+# (dlab-<name>, home /home/dlab-<name>), a password each (a class list file
+# STUDENTS=file with `name:password` lines, the others generated and printed on
+# build/classroom/class-sheet.txt, 0600; CLASSROOM_PASSWORD=...: one shared password
+# instead, which lets any student log in as another), the idle culler after
 # CULL_TIMEOUT s, MEM_LIMIT_GB/CPU_LIMIT per student (a cgroup each). docs/instructors.md:
 # "make classroom". Ctrl-C stops the hub, every server and every student process.
 # SPAWNER=docker: a container of the lab image per student instead (the engine started
@@ -125,17 +127,21 @@ HUB_PORT ?= 8000
 CHP := build/chp/node_modules/.bin/configurable-http-proxy
 $(CHP):
 	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
-# Empty: no memory cap. A class doing every chapter needs MEM_LIMIT_GB=3 (chapter 07;
-# docs/instructors.md, "Sizing a classroom").
+# Empty: the plan's cap (classroom/plan.py default_mem_limit_gb: the heaviest chapter's
+# peak RSS x 1.25, 2.75 GB from chapter 07 unless results/classroom-plan says more). A
+# host where no cap can be set (no writable cgroup v1 or v2) refuses to start the class
+# unless ALLOW_UNCAPPED=1.
 MEM_LIMIT_GB ?=
 CPU_LIMIT ?=
+ALLOW_UNCAPPED ?=
 export CLASSROOM_PASSWORD
 classroom: setup $(CHP)
 	$(BIN)/python -m pip install --quiet -e '.[classroom]'
 	$(if $(filter docker,$(SPAWNER)),bash docker/engine.sh && PYTHON=$(BIN)/python bash docker/lab-image.sh)
 	$(BIN)/python -m deliverylab.classroom.hub start --students $(STUDENTS) \
 	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT) --spawner $(SPAWNER) \
-	    $(if $(MEM_LIMIT_GB),--mem-limit-gb $(MEM_LIMIT_GB)) $(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT))
+	    $(if $(MEM_LIMIT_GB),--mem-limit-gb $(MEM_LIMIT_GB)) $(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT)) \
+	    $(if $(filter-out 0,$(ALLOW_UNCAPPED)),--allow-uncapped)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

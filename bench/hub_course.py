@@ -37,8 +37,9 @@ from deliverylab.classroom import course, instructor
 from deliverylab.classroom import hub as hubmod
 from deliverylab.classroom import hub_course as hc
 from deliverylab.classroom.hub_client import Student
-from deliverylab.classroom.hub_limits import CGROUP_ROOT, GROUP, Limits
-from deliverylab.classroom.measure import Sampler
+from deliverylab.classroom.hub_limits import Limits, student_dirs
+from deliverylab.classroom.hub_network import NETNS_DIR
+from deliverylab.classroom.measure import Memory, Sampler, total_memory
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports
 from deliverylab.runtime.profile import PROFILES
@@ -68,6 +69,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         raise bad_value("--students", args.students, f"1 to {len(NAMES)}")
     args.chapters = hc.select_chapters(args.chapters)
     return args
+
+
+def uid_memory(uid: int) -> tuple[Memory, int]:
+    """The summed memory of every live process of ``uid`` and how many were read: a
+    student's server, kernels, brokers, JVMs, reapers, whatever session they sit in."""
+    return total_memory(hubmod.processes_of(uid))
 
 
 def server_pids(uid: int) -> set[int]:
@@ -128,8 +135,9 @@ def one_student(name: str, student: Student, uid: int, limits: Limits, chapters:
         left = left_after(uid, server)
         end = time.monotonic()
         windows[(name, chapter)] = (start - sampler.t0, end - sampler.t0)
+        text, unread = hc.read_results(student.file_text, results)
         row = hc.StudentChapter(
-            name, hc.chapter_run(chapter, wall, student.file_text(results), error),
+            name, hc.chapter_run(chapter, wall, text, error or unread),
             limits.peak_bytes(),
             hc.window_peak(sampler.samples, name, start - sampler.t0, end - sampler.t0),
             left, baseline)
@@ -161,7 +169,7 @@ def instructors_view(settings: hubmod.HubSettings) -> None:
 
 def left_behind(settings: hubmod.HubSettings, uids: dict[str, int]) -> list[str]:
     """What of the class outlived the hub's stop: processes of the students' uids, their
-    users, homes, cgroups, the hub's state folder."""
+    users, homes, cgroups, network namespaces, the hub's state folder."""
     out = []
     for name, uid in uids.items():
         unix = settings.unix_name(name)
@@ -174,9 +182,9 @@ def left_behind(settings: hubmod.HubSettings, uids: dict[str, int]) -> list[str]
             pass
         if settings.home(name).exists():
             out.append(f"{name}: home {settings.home(name)}")
-        out += [f"{name}: cgroup {d}" for d in (CGROUP_ROOT / "memory" / GROUP / unix,
-                                                CGROUP_ROOT / "cpu" / GROUP / unix)
-                if d.exists()]
+        out += [f"{name}: cgroup {d}" for d in student_dirs(unix) if d.exists()]
+        if (NETNS_DIR / unix).exists():
+            out.append(f"{name}: network namespace {unix}")
     if Path(settings.state).exists():
         out.append(f"the hub's state {settings.state}")
     return out
@@ -219,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         uids = {n: pwd.getpwnam(settings.unix_name(n)).pw_uid for n in names}
         limits = {n: Limits(settings.unix_name(n), int(args.mem_limit_gb * 2**30), None)
                   for n in names}
-        with Sampler(uids, interval=1.0, measure=hc.uid_memory) as sampler, \
+        with Sampler(uids, interval=1.0, measure=uid_memory) as sampler, \
                 ThreadPoolExecutor(len(names)) as pool:
             futures = {n: pool.submit(one_student, n, Student(settings.url, n,
                                                               settings.password),
@@ -228,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
             for name, future in futures.items():
                 try:
                     rows += future.result()
-                except Exception as exc:
-                    print(f"[{name}] FAILED before its chapters ended: {hc.first_line(exc)}")
+                except Exception as exc:  # the student stays in the table, FAILED
+                    why = f"failed before its chapters ended: {hc.first_line(exc)}"
+                    print(f"[{name}] {why}")
+                    rows += hc.never_ran(name, args.chapters, why)
         wall = time.monotonic() - t0
         print(f"\n== per student per chapter ({wall:.0f} s from the hub's start) ==")
         print(hc.summary_table(rows))

@@ -29,7 +29,7 @@ from typing import Any
 from ..cluster.tools import LOG_CONFIG
 from ..errors import LabError, bad_value
 from ..runtime import classpaths
-from ..runtime.java import find_java
+from ..runtime.java import find_java, temp_opts
 
 PERF_MAIN = "org.apache.kafka.tools.ProducerPerformance"
 _TOTAL = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), "
@@ -97,7 +97,7 @@ def java_run(bootstrap: str, topic: str, variant: BenchVariant, records: int, si
         args += ["--transactional-id", f"perf-{uuid.uuid4().hex[:8]}",
                  "--transaction-duration-ms", str(variant.commit_ms)]
     classpath = ":".join(str(p) for p in classpaths.classpath("tools", fetch=False))
-    cmd = [find_java(), "-Xmx512m", f"-Dlog4j2.configurationFile={LOG_CONFIG}",
+    cmd = [find_java(), "-Xmx512m", *temp_opts(), f"-Dlog4j2.configurationFile={LOG_CONFIG}",
            "-cp", classpath, PERF_MAIN, *args]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -25,6 +25,15 @@ from ..errors import LabError
 from ..waiting import wait_until
 
 
+def body(rsp: requests.Response) -> Any:
+    """A success's JSON body, or None: for an error status the caller accepted (a 404
+    of a missing file) None, whatever the body -- jupyter_server's 404 is labelled
+    ``application/json`` but its body is plain text (``404: Not Found``)."""
+    if not rsp.ok or not rsp.content:
+        return None
+    return rsp.json()
+
+
 class CellFailed(LabError):
     """A cell raised in the student's kernel: the message carries its error and output."""
 
@@ -55,7 +64,7 @@ class Student:
         if rsp.status_code not in ok:
             raise LabError(f"{method} /hub/api{path} as {self.name}: HTTP "
                            f"{rsp.status_code} {rsp.text[:300]}")
-        return rsp.json() if rsp.content else None
+        return body(rsp)
 
     def login(self) -> Student:
         """A token for this student, issued against their password (403 if wrong)."""
@@ -101,16 +110,21 @@ class Student:
         if rsp.status_code not in ok:
             raise LabError(f"{method} /user/{self.name}/api{path}: HTTP {rsp.status_code} "
                            f"{rsp.text[:300]}")
-        return rsp.json() if rsp.content else None
+        return body(rsp)
 
     def notebook(self, path: str) -> dict[str, Any]:
         return self.api("GET", f"/contents/{path}?content=1")["content"]
 
     def file_text(self, path: str) -> str | None:
-        """A text file of the server (contents API), or None if there is none."""
+        """A text file of the server (contents API), or None if there is none (404)."""
         got = self.api("GET", f"/contents/{path}?content=1&type=file&format=text",
                        ok=(200, 404))
-        return got["content"] if got and "content" in got else None
+        if got is None:
+            return None
+        if not isinstance(got, dict) or not isinstance(got.get("content"), str):
+            raise LabError(f"GET /user/{self.name}/api/contents/{path}: not a text file's "
+                           f"model: {str(got)[:200]}")
+        return got["content"]
 
     def delete(self, path: str) -> None:
         """Delete a file of the server if it is there (a previous run's results)."""

@@ -9,7 +9,8 @@ the results file the chapter wrote (:func:`chapter_run`, the same rule as ``make
 course``), the wall time, the student's cgroup peak (``memory.max_usage_in_bytes``,
 reset before each chapter: page cache included, and a shared page charged to the
 student who touched it first) and the peak PSS and RSS summed over every process of the
-student's uid, sampled (:func:`uid_memory`, :func:`window_peak`): PSS counts a page
+student's uid, sampled (``measure.total_memory`` of ``hub.processes_of``;
+:func:`window_peak`): PSS counts a page
 shared by k processes 1/k in each, which is what ``make classroom-plan``'s figures are.
 ``--save`` keeps each chapter's largest per-student peaks (:func:`chapter_peaks`) in a
 file ``make classroom-plan`` reads (:func:`save_peaks`, :func:`parse_peaks`), so that
@@ -19,14 +20,14 @@ its memory limit and seats cover the heaviest chapter, not chapter 02 alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import LabError, bad_value
 from . import course, stacks
-from .measure import Memory, Sample, total_memory
+from .measure import Memory, Sample
 
 MIB = 2**20
 
@@ -86,6 +87,24 @@ def chapter_run(chapter: str, wall: float, text: str | None, error: str | None
     return course.ChapterRun(chapter, error is None, wall, results, error)
 
 
+def read_results(read: Callable[[str], str | None], path: str
+                 ) -> tuple[str | None, str | None]:
+    """The results file at ``path`` through ``read`` (``Student.file_text``: None if
+    there is none) and, if reading it failed, why in one line: a student whose file
+    cannot be read is reported with that reason, not dropped from the class's table."""
+    try:
+        return read(path), None
+    except Exception as exc:  # the hub, the network, a bad model: reported in the row
+        return None, f"could not read {path}: {first_line(exc)}"
+
+
+def never_ran(student: str, chapters: Sequence[str], error: str) -> list[StudentChapter]:
+    """Rows for a student whose chapters never ran (their login, server or kernel
+    failed first): each chapter FAILED with ``error``, so the table still lists them."""
+    return [StudentChapter(student, course.ChapterRun(c, False, 0.0, None, error))
+            for c in chapters]
+
+
 def first_line(exc: BaseException, width: int = 200) -> str:
     """An exception in one line: a cell's ``name: ename: evalue``, clipped."""
     lines = str(exc).strip().splitlines()
@@ -94,15 +113,6 @@ def first_line(exc: BaseException, width: int = 200) -> str:
 
 
 # --- memory ------------------------------------------------------------------------------
-
-
-def uid_memory(uid: int) -> tuple[Memory, int]:
-    """The summed memory of every live process of ``uid`` and how many were read: a
-    student's server, kernels, brokers, JVMs, reapers, whatever session they sit in
-    (:class:`.measure.Sampler`'s ``measure``, with a uid as the root)."""
-    from .hub import processes_of
-
-    return total_memory(processes_of(uid))
 
 
 def window_peak(samples: Sequence[Sample], label: str, start: float, end: float

@@ -21,9 +21,10 @@ from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Dict, HasTraits, Unicode, default
 
-from . import hub_docker
+from ..errors import LabError
+from . import hub_docker, hub_network
 from .hub import HubSettings, ensure_student, sweep
-from .hub_limits import Limits
+from .hub_limits import Limits, why_not
 
 #: What the idle culler may do (its README's list): see users' activity, stop servers.
 CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
@@ -77,23 +78,38 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         s = self.classroom
         if s.mem_limit_gb is None and s.cpu_limit is None:
             return None
-        if not Limits.available():
-            self.log.warning("No cgroup v1 memory/cpu hierarchy to write: %s runs "
-                             "without its memory and CPU limits", self.user.name)
+        why = why_not()
+        if why is not None:  # the hub checked at its start; the host may have changed
+            if not s.allow_uncapped:
+                raise LabError(f"{self.user.name}'s server is not started without its "
+                               f"caps: {why}")
+            self.log.warning("%s runs without its memory and CPU caps: %s",
+                             self.user.name, why)
             return None
         mem = None if s.mem_limit_gb is None else int(s.mem_limit_gb * 2**30)
         return Limits(s.unix_name(self.user.name), mem, s.cpu_limit)
 
+    def network(self) -> hub_network.StudentNetwork | None:
+        """The student's own network namespace (``network = isolated``), else None."""
+        s = self.classroom
+        if s.student_network != "isolated":
+            return None
+        return hub_network.ClassNetwork(s.prefix, s.students).student(self.user.name)
+
     def make_preexec_fn(self, name: str) -> Any:
         become = set_user_setuid(self.classroom.unix_name(name))
-        limits = self.limits()
-        if limits is None:
+        steps = []
+        if (net := self.network()) is not None:
+            steps.append(net.join_fn())  # first: setns needs root's capabilities
+        if (limits := self.limits()) is not None:
+            limits.create()
+            steps.append(limits.join_fn())
+        if not steps:
             return become
-        limits.create()
-        join = limits.join_fn()
 
-        def preexec() -> None:  # as root: into the cgroups, then the student's uid
-            join()
+        def preexec() -> None:  # as root: into the namespace and cgroups, then the uid
+            for step in steps:
+                step()
             become()
         return preexec
 
@@ -114,18 +130,26 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         s = self.classroom
         await asyncio.to_thread(ensure_student, s, self.user.name)
         self.cmd = [str(Path(s.venv_bin) / "python"), "-m", "jupyterhub.singleuser"]
+        if (net := self.network()) is not None:
+            await asyncio.to_thread(hub_network.create, net, s.hub_ip)
+            self.ip = net.address  # the server listens there, for the hub's proxy
         return await super().start()
 
     async def stop(self, now: bool = False) -> None:
         await super().stop(now=now)
         uid = self.unix_user().pw_uid
         await asyncio.to_thread(sweep, uid, 30.0, f"{self.user.name}'s processes")
-        limits = self.limits()
+        try:
+            limits = self.limits()
+        except LabError:  # none was made: nothing to remove
+            limits = None
         if limits is not None:
             peak = limits.peak_bytes()
             await asyncio.to_thread(limits.remove)
             self.log.info("%s's peak memory in its cgroup: %s MiB", self.user.name,
                           None if peak is None else peak // 2**20)
+        if (net := self.network()) is not None:
+            await asyncio.to_thread(hub_network.remove, net)
         self.log.info("Swept every process of %s (uid %d)", self.user.name, uid)
 
 

@@ -62,6 +62,13 @@ HOST_RESERVE_GB = 2.0
 #: A server's memory limit over its measured peak RSS: the peak of a chapter run
 #: with a student's own extra cells is not the bench's.
 LIMIT_HEADROOM = 1.25
+#: The heaviest chapter's peak RSS for everything of one student through the hub,
+#: light profile: chapter 07 (three brokers, two Connect clusters, Spark), 2.2 GiB
+#: (bench/hub_course.py, commit 0bb8d09). The class's default cap is sized from it when
+#: no saved measurement (``chapters-<profile>.json``) says otherwise.
+HUB_PEAK_RSS_GB = 2.2
+#: Where ``make classroom-plan`` and ``bench/hub_course.py --save`` keep measurements.
+PLAN_FOLDER = Path(__file__).resolve().parents[3] / "results" / "classroom-plan"
 #: jupyterhub-idle-culler's own default ``--timeout`` (seconds), also Zero to
 #: JupyterHub's ``cull.timeout``; used when every student has a seat.
 CULL_DEFAULT_S = 3600
@@ -149,6 +156,19 @@ def fit(fig: Figures, cores: int, memory_gb: float, class_size: int | None = Non
                cpu_limit=float(min(cores, max(1.0, _round_up(run_cores, 0.5)))),
                concurrent_spawn_limit=min(spawn, max(students, 1)),
                cull_timeout_s=CULL_SHORT_S if short else CULL_DEFAULT_S, notes=notes)
+
+
+def default_mem_limit_gb(folder: Path = PLAN_FOLDER, profile: str = "light") -> float:
+    """Each student's memory cap when the instructor gives none (``make classroom``'s
+    default): the heaviest chapter's peak RSS -- the largest saved for ``profile`` in
+    ``folder``'s ``chapters-<profile>.json``, or :data:`HUB_PEAK_RSS_GB` -- times
+    :data:`LIMIT_HEADROOM`, to 0.25 GB, as :func:`fit` sizes it."""
+    peak = HUB_PEAK_RSS_GB * GB
+    path = hub_course.peaks_path(folder, profile)
+    if path.exists():
+        rows = hub_course.parse_peaks(path.read_text(), str(path))
+        peak = max([peak, *(r["peak_rss"] for r in rows if r["peak_rss"])])
+    return _round_up(peak * LIMIT_HEADROOM / GB, 0.25)
 
 
 def hub_settings(f: Fit) -> str:

@@ -24,7 +24,7 @@ import psutil
 from ..errors import BrokerExited, LabError, TimedOut
 from ..process.children import tail
 from ..runtime import classpaths, jars
-from ..runtime.java import find_java
+from ..runtime.java import find_java, temp_opts
 from ..runtime.profile import current as current_profile
 from ..waiting import wait_until
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
@@ -88,12 +88,14 @@ class LocalBackend:
         # The student profile's caps next ($DELIVERYLAB_PROFILE, runtime/profile.py),
         # the caller's options last: the JVM takes the last of a repeated flag.
         profile = current_profile()
-        self.broker_opts = [*BROKER_JVM_OPTS, *LOCAL_JVM_OPTS, *shared,
+        # Temporary files in the cluster's workdir, removed with it (runtime/java.py).
+        tmp = temp_opts(workdir / "tmp")
+        self.broker_opts = [*BROKER_JVM_OPTS, *LOCAL_JVM_OPTS, *tmp, *shared,
                             *profile.broker_opts, *(jvm_opts or [])]
-        self.controller_opts = [*CONTROLLER_JVM_OPTS, *LOCAL_JVM_OPTS, *shared,
+        self.controller_opts = [*CONTROLLER_JVM_OPTS, *LOCAL_JVM_OPTS, *tmp, *shared,
                                 *profile.controller_opts, *(jvm_opts or [])]
         self.spec: ClusterSpec | None = None
-        self.tool_opts = [*TOOL_JVM_OPTS, *shared]
+        self.tool_opts = [*TOOL_JVM_OPTS, *tmp, *shared]
         self.procs: dict[int, subprocess.Popen] = {}
         self.on_launch = lambda pid: None  # set by the Cluster: tells the reaper
 

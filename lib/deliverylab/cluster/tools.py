@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import LabError, bad_value
 from ..runtime import classpaths, jars
-from ..runtime.java import find_java, record_archive
+from ..runtime.java import find_java, record_archive, temp_opts
 
 #: name -> (jar set, Java main class, takes --bootstrap-server). Main classes checked
 #: against the 4.1.1 jars (kafka-dump-log is still the Scala one, in the broker jar).
@@ -83,7 +83,7 @@ def java_command(name: str, *args: str, fetch: bool = True,
     archive = class_archive()
     shared_opts = ([f"-XX:SharedArchiveFile={archive}"]
                    if shared and component == "tools" and archive.exists() else [])
-    return [find_java(), *JVM_OPTS, *shared_opts, *jvm_opts,
+    return [find_java(), *JVM_OPTS, *temp_opts(), *shared_opts, *jvm_opts,
             f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", classpath, main, *args]
 
 

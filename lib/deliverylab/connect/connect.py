@@ -39,7 +39,7 @@ from ..errors import LabError, TimedOut, bad_value
 from ..process.children import Children, tail
 from ..process.ports import free_ports
 from ..runtime import classpaths, jars
-from ..runtime.java import find_java
+from ..runtime.java import find_java, temp_opts
 from ..waiting import wait_until
 
 
@@ -253,7 +253,8 @@ class Connect:
             log.write(f"\n===== deliverylab: starting worker {w.index} at {time.ctime()} =====\n")
         w.proc = self.children.start(
             f"Connect worker {w.index}",
-            [find_java(), *self.jvm_opts, f"-Dlog4j2.configurationFile={jars.log4j_config()}",
+            [find_java(), *temp_opts(w.dir / "tmp"), *self.jvm_opts,
+             f"-Dlog4j2.configurationFile={jars.log4j_config()}",
              f"-Dkafka.logs.dir={w.dir}", "-cp", self._classpath, MAIN_CLASS,
              str(w.dir / "worker.properties")], w.log_path, cwd=w.dir)
         w.state = "up"

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -68,6 +69,26 @@ def find_java() -> str:
         f"Java {MIN_JAVA} or newer is needed, but only found: {', '.join(seen)}. "
         "Install a JDK 17 or point JAVA_HOME at one."
     )
+
+
+def temp_opts(folder: Path | str | None = None) -> list[str]:
+    """The JVM options that keep a JVM's temporary files out of the shared ``/tmp``: in
+    ``folder`` (made 0700 if missing; a folder removed with its owner, e.g. a cluster's
+    workdir), else in this process's temporary folder (``$TMPDIR``: a student's own).
+
+    Why each: HotSpot writes its perf data to ``/tmp/hsperfdata_<user>/<pid>`` whatever
+    ``java.io.tmpdir`` says (other users can list a student's JVMs there, and the
+    folder outlives them), so it is off (``-XX:-UsePerfData``: ``jps``/``jstat`` then
+    see nothing; the lab uses neither). lz4-java and zstd-jni copy their native library
+    into ``java.io.tmpdir`` (a SIGKILLed JVM leaves it there); snappy-java into
+    ``org.xerial.snappy.tempdir``; Spark's ``spark-*`` and ``blockmgr-*`` folders follow
+    ``spark.local.dir`` (set by the session, :mod:`..spark.session`)."""
+    if folder is None:
+        folder = tempfile.gettempdir()
+    else:
+        Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)  # the owner's only
+    return ["-XX:-UsePerfData", f"-Djava.io.tmpdir={folder}",
+            f"-Dorg.xerial.snappy.tempdir={folder}"]
 
 
 def java_home() -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -24,7 +25,7 @@ from .. import clients
 from ..errors import JarsUnavailable, JavaNotFound
 from ..process.children import child_env
 from ..runtime import classpaths, jars
-from ..runtime.java import find_java, java_home, record_archive
+from ..runtime.java import find_java, java_home, record_archive, temp_opts
 from ..runtime.profile import current as current_profile
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def _prune_archives(keep: Path, max_age_s: float = ARCHIVE_MAX_AGE_S) -> None:
 def _driver_java_options(record: Path | None = None) -> str:
     """spark.driver.extraJavaOptions: our log config, plus the class archive when one
     exists (or, with ``record``, the file to record one into at the JVM's exit)."""
-    opts = [f"-Dlog4j.configurationFile={_log_config()}"]
+    opts = [f"-Dlog4j.configurationFile={_log_config()}", *temp_opts(temp_dir())]
     if record is not None:
         opts.append(f"-XX:ArchiveClassesAtExit={record}")
     else:
@@ -237,6 +238,42 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
         return _session
 
 
+def temp_dir() -> Path:
+    """This Python process's Spark folder in ``$TMPDIR`` (a student's own in a
+    classroom): ``spark.local.dir`` (Spark's ``spark-*``, ``blockmgr-*``) and the driver's
+    ``java.io.tmpdir`` (native library copies), removed when Python exits, or by the
+    next session of this user if Python was killed (:func:`_prune_stale`)."""
+    return Path(tempfile.gettempdir()) / f"deliverylab-spark-{os.getpid()}"
+
+
+def _prune_stale() -> None:
+    """Remove Spark folders and JVM logs of this user's Python processes that are gone
+    (a SIGKILLed kernel runs no ``atexit``)."""
+    import shutil
+
+    for path in Path(tempfile.gettempdir()).glob("deliverylab-spark-*"):
+        pid = path.name.removeprefix("deliverylab-spark-").removesuffix(".log")
+        try:
+            if not pid.isdigit() or path.lstat().st_uid != os.getuid() or _pid_alive(int(pid)):
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:
+            continue
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def jvm_log() -> Path:
     """Where this Python process's Spark JVM writes its own output (see _jvm_output)."""
     return Path(tempfile.gettempdir()) / f"deliverylab-spark-{os.getpid()}.log"
@@ -297,6 +334,17 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
         os.environ["JAVA_HOME"] = home
     find_java()  # raises JavaNotFound with a one-line fix
 
+    # Spark's launcher is a JVM of its own: no perf data in /tmp for it either.
+    launcher = os.environ.get("SPARK_LAUNCHER_OPTS", "")
+    if "-XX:-UsePerfData" not in launcher:
+        os.environ["SPARK_LAUNCHER_OPTS"] = f"{launcher} -XX:-UsePerfData".strip()
+    _prune_stale()
+    tmp = temp_dir()
+    tmp.mkdir(mode=0o700, exist_ok=True)
+    # Executors on this host (a lab standalone) share the folder; elsewhere only perf data.
+    local_host = master.startswith(("local", "spark://127.0.0.1", "spark://localhost"))
+    executor_opts = temp_opts(tmp) if local_host else ["-XX:-UsePerfData"]
+
     _say(f"starting Spark ({master}) with Kafka connector {connector.name} "
          "- this takes 10-30 seconds...")
     t0 = time.monotonic()
@@ -309,6 +357,8 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         # The class archive (if `make setup` recorded one) maps ~2 s of class loading.
         .config("spark.driver.extraJavaOptions", _driver_java_options())
+        .config("spark.local.dir", str(tmp))
+        .config("spark.executor.extraJavaOptions", " ".join(executor_opts))
         # Batch reads of Kafka through the DataSource V2 scan (KafkaScan): the V1
         # relation, Spark's default for "kafka", turns every record into an external Row
         # and back (`internalCreateDataFrame(...).rdd`), a per-record cost the V2 reader
@@ -380,6 +430,7 @@ def _stop_at_exit() -> None:
     except Exception:  # the JVM may already be gone; exiting must not print tracebacks
         pass
     jvm_log().unlink(missing_ok=True)  # the lab leaves nothing in the temporary folder
+    shutil.rmtree(temp_dir(), ignore_errors=True)
 
 
 # On Unix pyspark's gateway JVM exits by itself when its Python parent dies, even by

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import LabError, bad_value
 from ..process.children import Children
 from ..process.ports import free_ports
-from ..runtime.java import java_home
+from ..runtime.java import java_home, temp_opts
 from ..waiting import wait_until
 
 
@@ -54,8 +54,13 @@ class SparkStandalone:
     def _start(self, timeout: float) -> SparkStandalone:
         self._children = Children()
         self._children.cleanup(self.workdir)
+        # Temporary files (the daemons', the workers' local dirs) in the workdir, removed
+        # with it; no perf data in /tmp for the daemons or spark-class's launcher JVM.
+        tmp = self.workdir / "tmp"
         env = {**os.environ, "JAVA_HOME": java_home(), "SPARK_LOCAL_IP": "127.0.0.1",
-               "SPARK_NO_DAEMONIZE": "1"}
+               "SPARK_NO_DAEMONIZE": "1", "SPARK_LOCAL_DIRS": str(tmp),
+               "SPARK_DAEMON_JAVA_OPTS": " ".join(temp_opts(tmp)),
+               "SPARK_LAUNCHER_OPTS": "-XX:-UsePerfData"}
         port, ui, *worker_ui = free_ports(2 + self.workers)
         self.master_url = f"spark://127.0.0.1:{port}"
         try:

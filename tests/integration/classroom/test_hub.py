@@ -3,8 +3,9 @@
 Every step goes through the hub's port as a student's browser would: log in (a token
 against the password), start the server, open the chapter's notebook, run its cells in a
 kernel of that server. Then: each student's claim held (their own results file); no
-student can read another's files or signal another's processes, and each student's
-topics live on their own brokers, under their own uid; a SIGKILLed kernel leaves none of
+student can read another's files or signal another's processes, or connect to any port
+of another's (a network namespace each: their loopback and their address), and each
+student's topics live on their own brokers, under their own uid; a SIGKILLed kernel leaves none of
 its brokers, reaper or JVMs; the idle culler stops a server and nothing of that student
 is left running.
 
@@ -35,6 +36,7 @@ from deliverylab.classroom import course
 from deliverylab.classroom.hub import processes_of
 from deliverylab.classroom.hub_client import Kernel, Student
 from deliverylab.classroom.hub_limits import Limits
+from deliverylab.classroom.hub_network import ClassNetwork
 from deliverylab.errors import LabError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
@@ -61,6 +63,24 @@ def _probe(home, pid):
              'results': _try(lambda: open(home + '/{RESULTS}').read()),
              'signal': _try(lambda: os.kill(pid, 0)),
              'environ': _try(lambda: open(f'/proc/{{pid}}/environ').read())}}
+
+def _listening():
+    import psutil
+    any_ip = {{'0.0.0.0': '127.0.0.1', '::': '::1'}}
+    return sorted({{(any_ip.get(c.laddr.ip, c.laddr.ip), c.laddr.port)
+                    for c in psutil.net_connections('tcp')
+                    if c.status == psutil.CONN_LISTEN}})
+
+def _connect(targets):
+    import socket
+    out = {{}}
+    for host, port in targets:
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            out[f'{{host}}:{{port}}'] = 'connected'
+        except OSError as exc:
+            out[f'{{host}}:{{port}}'] = type(exc).__name__
+    return out
 """
 
 
@@ -142,20 +162,34 @@ def test_three_students_at_once(start_hub, class_cache: Path):
         assert f"mine-{s.unix_name(name)}" in topics and not topics & others, (name, topics)
         bootstrap = k.value("mine.bootstrap_servers")
         ports = {int(a.rsplit(":", 1)[1]) for a in bootstrap.split(",")}
-        pids = set(processes_of(uids[name]))
-        listening[name] = {c.laddr.port for c in psutil.net_connections("tcp")
-                           if c.status == psutil.CONN_LISTEN and c.pid in pids}
-        assert ports <= listening[name], f"{name}'s brokers {ports} not under its uid"
         k.execute(PROBE)
+        # every port listening in the student's own network namespace (the brokers, their
+        # proxy, the kernel's, the server's): seen from their kernel, as the host sees
+        # only its own namespace's sockets
+        listening[name] = {(ip, port) for ip, port in k.value("_listening()")}
+        assert ports <= {p for _, p in listening[name]}, \
+            f"{name}'s brokers {ports} not in {listening[name]}"
         for other in students:
             if other == name:
                 continue
             seen = k.value(f"_probe({str(s.home(other))!r}, {kernel_pids[other]})")
             assert seen == {"home": "denied", "results": "denied", "signal": "denied",
                             "environ": "denied"}, f"{name} reached {other}'s: {seen}"
-    for a in students:
-        for b in students:
-            assert a == b or not listening[a] & listening[b]
+    # no student connects to any port of another's, on their loopback or their address
+    net = ClassNetwork(s.prefix, s.students)
+    for name, k in kernels.items():
+        for other in students:
+            if other == name:
+                continue
+            mine = {p for _, p in listening[name]}
+            theirs = sorted({p for _, p in listening[other]})
+            targets = [["127.0.0.1", p] for p in theirs if p not in mine] + \
+                [[net.student(other).address, p] for p in theirs]
+            got = k.value(f"_connect({targets!r})", timeout=300)
+            assert len(got) == len(targets) and "connected" not in got.values(), \
+                f"{name} connected to {other}'s ports: {got}"
+        own = k.value(f"_connect({sorted(map(list, listening[name]))!r})", timeout=300)
+        assert set(own.values()) == {"connected"}, f"{name}'s own ports: {own}"
 
     # --- a kernel SIGKILLed leaves nothing behind ---------------------------------------
     ben = uids["ben"]

@@ -169,6 +169,36 @@ def test_sweep_refuses_root():
         hub.sweep(0)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of another uid need root (chown)")
+def test_removing_a_student_removes_every_file_of_their_uid_in_the_shared_folders(
+        tmp_path: Path):
+    """As a class leaves them in /tmp: the JVMs' perf data folder, a native library
+    copy in a folder of someone else's, a Spark folder; a link of theirs to a file of
+    another's is removed, never followed."""
+    uid, other = 64000 + os.getpid() % 1000, 65000 + os.getpid() % 500
+    tmp, var = tmp_path / "tmp", tmp_path / "var-tmp"
+    (tmp / "hsperfdata_dlab-ann").mkdir(parents=True)
+    (tmp / "hsperfdata_dlab-ann" / "4242").write_bytes(b"perf")
+    (tmp / "shared").mkdir()
+    (tmp / "shared" / "liblz4-java-1.so").write_bytes(b"so")
+    (tmp / "shared" / "keep.txt").write_text("another's")
+    (var / "spark-1" / "blockmgr-2").mkdir(parents=True)
+    (tmp / "link").symlink_to(tmp / "shared" / "keep.txt")
+    for path in [tmp / "hsperfdata_dlab-ann", tmp / "hsperfdata_dlab-ann" / "4242",
+                 tmp / "shared" / "liblz4-java-1.so", var / "spark-1",
+                 var / "spark-1" / "blockmgr-2"]:
+        os.chown(path, uid, uid)
+    os.chown(tmp / "link", uid, uid, follow_symlinks=False)
+    os.chown(tmp / "shared" / "keep.txt", other, other)
+    removed = hub.remove_files_of(uid, roots=(tmp, var, tmp_path / "absent"))
+    assert sorted(removed) == sorted([tmp / "hsperfdata_dlab-ann", tmp / "link",
+                                      tmp / "shared" / "liblz4-java-1.so", var / "spark-1"])
+    assert sorted(p.name for p in tmp.rglob("*")) == ["keep.txt", "shared"]
+    assert list(var.iterdir()) == []
+    with pytest.raises(LabError, match="uid 0"):
+        hub.remove_files_of(0, roots=(tmp,))
+
+
 def test_reachable_follows_every_folder_above(tmp_path: Path):
     inner = tmp_path / "a" / "b"
     inner.mkdir(parents=True)

@@ -157,3 +157,30 @@ def test_a_bad_saved_row_is_refused_naming_the_file(text: str, says: str):
         hc.parse_peaks(text, "results/x/chapters-light.json")
     assert str(err.value).startswith("results/x/chapters-light.json: row 0")
     assert "\n" not in str(err.value)
+
+
+def test_a_student_without_a_results_file_is_reported_not_dropped():
+    text, unread = hc.read_results(lambda path: None, hc.results_file("00_tour"))
+    assert (text, unread) == (None, None)
+    run = hc.chapter_run("00_tour", 40.0, text, unread)
+    assert not run.passed and "wrote no results file (labs/results/00_tour.json)" in run.error
+    row = hc.StudentChapter("ann", run)
+    assert "ann" in hc.summary_table([row]) and "no results file" in row.note
+
+
+def test_a_results_file_that_cannot_be_read_is_the_rows_reason():
+    def broken(path: str) -> str | None:
+        raise LabError(f"GET {path}: HTTP 502 bad gateway")
+
+    text, unread = hc.read_results(broken, "labs/results/00_tour.json")
+    assert text is None and unread.startswith("could not read labs/results/00_tour.json: "
+                                              "LabError: GET")
+    assert hc.chapter_run("00_tour", 3.0, text, unread).error == unread
+
+
+def test_a_student_whose_chapters_never_ran_keeps_a_failed_row_each():
+    rows = hc.never_ran("ben", ["00_tour", "02_at_least_once"], "login: HTTP 403")
+    assert [(r.student, r.run.chapter, r.held, r.note) for r in rows] == [
+        ("ben", "00_tour", False, "login: HTTP 403"),
+        ("ben", "02_at_least_once", False, "login: HTTP 403")]
+    assert hc.chapter_peaks(rows, 1)[0]["held"] is False

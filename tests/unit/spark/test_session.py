@@ -54,9 +54,32 @@ def test_recording_prunes_only_old_archives_of_other_keys(cache):
     assert keep.exists() and recent.exists() and not old.exists()
 
 
-def test_without_an_archive_the_driver_gets_only_the_log_config(cache):
+def test_without_an_archive_the_driver_gets_only_the_log_config_and_its_tmpdir(
+        cache, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "own"))
+    monkeypatch.setattr(session.tempfile, "tempdir", None)  # re-read TMPDIR
+    (tmp_path / "own").mkdir()
+    folder = tmp_path / "own" / f"deliverylab-spark-{os.getpid()}"
     opts = session._driver_java_options().split()
-    assert opts == [f"-Dlog4j.configurationFile={cache / 'inspector-log4j2.properties'}"]
+    assert opts == [f"-Dlog4j.configurationFile={cache / 'inspector-log4j2.properties'}",
+                    "-XX:-UsePerfData", f"-Djava.io.tmpdir={folder}",
+                    f"-Dorg.xerial.snappy.tempdir={folder}"]
+    assert session.temp_dir() == folder and folder.is_dir()
+
+
+def test_a_dead_processs_spark_folder_and_log_are_pruned_a_live_ones_kept(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(session.tempfile, "tempdir", None)
+    dead = 2**22 + 7  # above pid_max's default: no such process
+    (tmp_path / f"deliverylab-spark-{dead}").mkdir()
+    (tmp_path / f"deliverylab-spark-{dead}" / "blockmgr-x").mkdir()
+    (tmp_path / f"deliverylab-spark-{dead}.log").write_text("x")
+    (tmp_path / f"deliverylab-spark-{os.getpid()}").mkdir()
+    (tmp_path / "deliverylab-spark-standalone-abc").mkdir()
+    session._prune_stale()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"deliverylab-spark-{os.getpid()}", "deliverylab-spark-standalone-abc"]
 
 
 def test_an_existing_archive_is_mapped_and_may_be_ignored_when_stale(cache):

@@ -1,0 +1,137 @@
+"""A student's cgroup on a host with only the unified (v2) hierarchy, on a fake cgroupfs
+tree in a folder (this machine runs v1: no v2 host was available to test on), and the
+hub's refusal to start a class it cannot cap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from deliverylab.classroom import hub, hub_limits
+from deliverylab.classroom.hub_limits import GROUP, V1, V2, Limits
+from deliverylab.errors import LabError
+
+
+def unified(tmp_path: Path, controllers: str = "cpuset cpu io memory hugetlb pids rdma",
+            swap: bool = True) -> Path:
+    """The files of a v2 root as the kernel shows them (a child folder's files are made
+    by the kernel at mkdir; here only those the test reads back are written)."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text(controllers + "\n")
+    (root / "cgroup.subtree_control").write_text("\n")
+    (root / "cgroup.procs").write_text("1\n")
+    (root / GROUP).mkdir()  # as the kernel makes it: with its own subtree_control
+    (root / GROUP / "cgroup.subtree_control").write_text("\n")
+    if swap:
+        (root / GROUP / "ann").mkdir()
+        (root / GROUP / "ann" / "memory.swap.max").write_text("max\n")
+    return root
+
+
+def test_a_unified_host_is_seen_as_v2_and_a_v1_one_as_v1(tmp_path: Path):
+    assert hub_limits.hierarchy(unified(tmp_path)) == V2
+    v1 = tmp_path / "v1"
+    for c in ("memory", "cpu"):
+        (v1 / c).mkdir(parents=True)
+        (v1 / c / "cgroup.procs").write_text("")
+    (v1 / "unified").mkdir()  # a hybrid host: v1's controllers win
+    assert hub_limits.hierarchy(v1) == V1
+    assert hub_limits.hierarchy(tmp_path / "none") is None
+
+
+def test_v2_delegates_memory_and_cpu_down_to_the_student_and_writes_the_caps(
+        tmp_path: Path):
+    root = unified(tmp_path)
+    limits = Limits("ann", 3 * 2**30, 1.5, root=root)
+    assert limits.layout == V2 and limits.dirs == [root / GROUP / "ann"]
+    limits.create()
+    mine = root / GROUP / "ann"
+    # each parent hands both controllers down (v2: a controller reaches a child only so)
+    assert (root / "cgroup.subtree_control").read_text() == "+memory +cpu"
+    assert (root / GROUP / "cgroup.subtree_control").read_text() == "+memory +cpu"
+    assert (mine / "memory.max").read_text() == str(3 * 2**30)
+    assert (mine / "memory.swap.max").read_text() == "0"  # no swap beyond the cap
+    assert (mine / "cpu.max").read_text() == "150000 100000"
+    limits.join_fn()()  # what the spawner's preexec_fn does, as root, before setuid
+    assert (mine / "cgroup.procs").read_text() == str(os.getpid())
+    (mine / "memory.peak").write_text("123456789\n")
+    (mine / "memory.current").write_text("1000\n")
+    assert (limits.peak_bytes(), limits.usage_bytes()) == (123456789, 1000)
+    assert limits.reset_peak() is False  # v2 has no reset for every reader
+
+
+def test_v2_hands_down_only_what_is_missing_and_memory_alone_when_asked(tmp_path: Path):
+    root = unified(tmp_path, swap=False)
+    (root / "cgroup.subtree_control").write_text("cpu memory pids\n")  # as the kernel lists
+    Limits("ben", 2**30, None, root=root).create()
+    assert (root / "cgroup.subtree_control").read_text() == "cpu memory pids\n"
+    assert (root / GROUP / "cgroup.subtree_control").read_text() == "+memory"
+    assert not (root / GROUP / "ben" / "cpu.max").exists()
+    assert not (root / GROUP / "ben" / "memory.swap.max").exists()  # no swap accounting
+
+
+def test_a_controller_the_kernel_will_not_hand_down_is_one_line_naming_the_file(
+        tmp_path: Path, monkeypatch):
+    root = unified(tmp_path)
+    real = Path.write_text
+
+    def busy(path: Path, text: str, *a, **kw) -> int:
+        if path.name == "cgroup.subtree_control":  # processes in the folder: EBUSY
+            raise OSError(16, "Device or resource busy")
+        return real(path, text, *a, **kw)
+
+    monkeypatch.setattr(Path, "write_text", busy)
+    with pytest.raises(LabError) as err:
+        Limits("ann", 2**30, None, root=root).create()
+    assert str(err.value).startswith(f"cgroup v2: cannot enable memory in {root}/cgroup."
+                                     "subtree_control: [Errno 16] Device or resource busy")
+    assert "Delegate=yes" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_removing_a_v2_student_removes_their_folder(tmp_path: Path):
+    root = unified(tmp_path, swap=False)
+    limits = Limits("cat", 2**30, 1.0, root=root)
+    limits.create()
+    for f in (root / GROUP / "cat").iterdir():  # the kernel's files vanish with rmdir
+        f.unlink()
+    hub_limits.remove_all("cat", root=root)
+    assert not (root / GROUP / "cat").exists()
+
+
+def test_why_not_says_what_is_missing(tmp_path: Path):
+    assert hub_limits.why_not(unified(tmp_path)) is None
+    assert "no cgroup memory and cpu controllers" in hub_limits.why_not(tmp_path / "x")
+    only_cpu = tmp_path / "cpu-only"
+    only_cpu.mkdir()
+    (only_cpu / "cgroup.controllers").write_text("cpu pids\n")
+    assert "no cgroup memory" in hub_limits.why_not(only_cpu)
+
+
+def settings(tmp_path: Path, **kw) -> hub.HubSettings:
+    return hub.HubSettings(**{"students": ["ann"], "password": "workshop-pw",
+                              "state": str(tmp_path / "state"), **kw})
+
+
+def test_caps_are_on_by_default_sized_by_the_plan(tmp_path: Path):
+    from deliverylab.classroom import plan
+
+    assert settings(tmp_path).mem_limit_gb == plan.default_mem_limit_gb() == 2.75
+    with pytest.raises(LabError, match="no memory cap per student: give --mem-limit-gb"):
+        settings(tmp_path, mem_limit_gb=None)
+    assert settings(tmp_path, mem_limit_gb=None, allow_uncapped=True).mem_limit_gb is None
+
+
+def test_a_host_that_cannot_cap_refuses_the_class_in_one_line_unless_allowed(
+        tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(hub_limits, "why_not", lambda root=None: "no cgroup here")
+    with pytest.raises(LabError) as err:
+        hub.check_caps(settings(tmp_path))
+    assert str(err.value) == ("this host cannot cap each student's memory: no cgroup here; "
+                              "refusing to start the class (--allow-uncapped, make "
+                              "classroom ALLOW_UNCAPPED=1: run it without caps)")
+    assert hub.check_caps(settings(tmp_path, allow_uncapped=True)) == "no cgroup here"
+    monkeypatch.setattr(hub_limits, "why_not", lambda root=None: None)
+    assert hub.check_caps(settings(tmp_path)) is None
