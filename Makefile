@@ -47,12 +47,14 @@ lab: setup
 lint: $(DEPS)
 	$(BIN)/ruff check .
 
-# Three workers: the suite mostly waits (timeouts expiring, workers noticing a dead peer;
-# a cold run with two used ~0.6 of the 2 cores on average), so three at once cut its time
-# by about a third. Tests marked `solo` (throughput ratios, a look at every container on
-# the engine, the hubs) then run alone; the lab image only they need is built beside the
-# parallel part (scripts/test-suite.sh says why). PYTEST_ARGS narrows both parts.
-TEST_WORKERS ?= 3
+# Two workers: the suite mostly waits on Kafka's timeouts, but its chapters and the
+# grader's calibration, taken first (longest first, one test at a time to whichever
+# worker is free: scripts/test-suite.sh), keep both cores busy; a cold run with three
+# workers saturated the machine (load 10-19) for 1720 s and lost a timing claim. Tests
+# marked `solo` (throughput ratios, a look at every container on the engine, the hubs,
+# /tmp compared before and after) then run alone; the lab image only they need is built
+# beside the parallel part. PYTEST_ARGS narrows both parts.
+TEST_WORKERS ?= 2
 test: setup lint
 	bash scripts/test-suite.sh $(abspath $(BIN))/python $(TEST_WORKERS) $(PYTEST_ARGS)
 

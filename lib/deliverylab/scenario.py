@@ -376,8 +376,16 @@ class _Run:
         """Kill partition 0's leader while its followers lag behind it (the Nemesis'
         ``isolate_leader``): with acks=1 it acknowledged writes nobody else has; with
         acks=all it could not. This makes the at-most-once loss happen every run
-        instead of only when a kill lands in a millisecond window."""
-        self.nemesis.isolate_leader(self.source, 0)
+        instead of only when a kill lands in a millisecond window.
+
+        The kill waits for that acknowledged write (the event, not a time): with acks=1
+        up to 15 s, since on a loaded host the producer's next send can come later than
+        the Nemesis' default 1.5 s (a cold CI run with three workers lost the claim so);
+        with acks=all no write can be acknowledged while the followers are paused, so
+        the short default stays."""
+        acks = str(self.mode.producer.get("acks", "all"))
+        self.nemesis.isolate_leader(self.source, 0,
+                                    hold=1.5 if acks in ("all", "-1") else 15.0)
 
     def _crash_producer(self) -> None:
         """The producer dies after ``trigger`` values; a new instance writes the rest.

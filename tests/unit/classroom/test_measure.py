@@ -6,6 +6,9 @@ every Linux >= 4.14 has)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,8 +173,20 @@ def test_each_process_is_named_by_its_part_in_the_stack(cmdline, part):
 
 
 def test_the_breakdown_is_kept_at_the_peak():
-    s = measure.Sampler({"me": os.getpid()})
-    s.sample()
-    assert s.breakdown["me"] and sum(s.breakdown["me"].values()) == s.samples[0].total.pss
-    assert 0 < s.cpu_seconds("me") == s.cpu["me"][os.getpid()]
-    assert s.cpu_seconds("nobody") == 0
+    # A child of its own, with no children: the test process may have some (a test
+    # session's brokers, under pytest-xdist), and their CPU would count in its tree.
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.05: pass\n"
+                              "time.sleep(30)"])
+    try:
+        time.sleep(0.5)
+        s = measure.Sampler({"me": child.pid})
+        s.sample()
+        assert s.breakdown["me"] and (sum(s.breakdown["me"].values())
+                                      == s.samples[0].total.pss)
+        assert 0 < s.cpu_seconds("me") == s.cpu["me"][child.pid]
+        assert s.cpu_seconds("nobody") == 0
+    finally:
+        child.kill()
+        child.wait()
