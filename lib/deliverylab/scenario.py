@@ -383,7 +383,7 @@ class _Run:
         the Nemesis' default 1.5 s (a cold CI run with three workers lost the claim so);
         with acks=all no write can be acknowledged while the followers are paused, so
         the short default stays."""
-        acks = str(self.mode.producer.get("acks", "all"))
+        acks = str(self.s.mode.producer.get("acks", "all"))
         self.nemesis.isolate_leader(self.source, 0,
                                     hold=1.5 if acks in ("all", "-1") else 15.0)
 

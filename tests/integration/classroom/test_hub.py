@@ -123,7 +123,8 @@ def test_three_students_at_once(start_hub, class_cache: Path):
     # --- the chapter, headless, in a kernel of each student's server -----------------
     kernels: dict[str, Kernel] = dict(zip(students, parallel(
         lambda st: st.kernel(NOTEBOOK), students.values()), strict=True))
-    params = {**course.HEADLESS.get(CHAPTER, {}), **course.SMALL[CHAPTER], "backend": "local"}
+    params = {**course.HEADLESS.get(CHAPTER, {}), **course.PREDICTIONS.get(CHAPTER, {}),
+              **course.SMALL[CHAPTER], "backend": "local"}
     finished, lock, running = threading.Event(), threading.Lock(), [len(students)]
 
     def run(name: str) -> float:

@@ -122,7 +122,8 @@ def test_two_students_in_containers(start_hub, lab_image: str):
     # --- chapter 00, headless, in a kernel of each student's server ------------------
     kernels: dict[str, Kernel] = dict(zip(students, parallel(
         lambda st: st.kernel(NOTEBOOK), students.values()), strict=True))
-    params = {**course.HEADLESS.get(CHAPTER, {}), **course.SMALL[CHAPTER]}  # backend auto
+    params = {**course.HEADLESS.get(CHAPTER, {}), **course.PREDICTIONS.get(CHAPTER, {}),
+              **course.SMALL[CHAPTER]}  # backend auto
     t1 = time.monotonic()
     ran = dict(zip(students, parallel(lambda k: k.run_notebook(NOTEBOOK, params, timeout=600),
                                       kernels.values()), strict=True))
