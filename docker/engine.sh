@@ -44,7 +44,16 @@ if ! answers; then
     mkdir -p "$LOG_DIR"
     if ! pgrep -x dockerd >/dev/null 2>&1; then
         # setsid: the engine must outlive this script and the test session (it is shared).
-        setsid nohup dockerd >"$LOG" 2>&1 < /dev/null &
+        # It must not inherit our other file descriptors either: a lock held open by a
+        # caller (the test suite's `flock`, the heavy queue's fd 9) would otherwise stay
+        # held for as long as the engine runs, and whoever waits for it waits forever.
+        (
+            for fd in /proc/$BASHPID/fd/*; do
+                fd=${fd##*/}
+                [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+            done
+            exec setsid nohup dockerd >"$LOG" 2>&1 < /dev/null
+        ) &
     fi
     for _ in $(seq 60); do answers && break; sleep 0.5; done
 fi

@@ -32,9 +32,11 @@ lock="${TMPDIR:-/tmp}/deliverylab-tests-docker.lock"  # the docker fixtures' loc
 if [ $# -eq 0 ] && [ "${DELIVERYLAB_PREBUILD:-1}" != 0 ]; then
     # The engine and debootstrap under the fixtures' lock (two apt-gets or two dockerds
     # must not race); the image itself outside it, so the parallel part's broker image
-    # and containers never wait for it.
+    # and containers never wait for it. --close: the lock's descriptor is not handed to
+    # the command, or the dockerd it starts would hold the lock for its whole life (a
+    # cold CI run's docker tests waited 1800 s on it).
     setsid bash -c "
-        flock '$lock' bash -c 'bash docker/engine.sh && { command -v debootstrap >/dev/null \
+        flock --close '$lock' bash -c 'bash docker/engine.sh && { command -v debootstrap >/dev/null \
             || [ \"\$(id -u)\" != 0 ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }' \
         && PYTHON='$PY' bash docker/lab-image.sh" >build/prebuild.log 2>&1 </dev/null &
     prebuild_pid=$!
