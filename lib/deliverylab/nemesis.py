@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .cluster import ready
 from .errors import LabError, QuorumWarning, TimedOut, bad_value
 from .faults import FAULTS, fault
-from .history import History
+from .history import History, Op
 from .process.lablog import warnings_to_log
 from .proxy.framing import api_key
 from .proxy.proxy import AckLoss, Hold
@@ -278,7 +278,9 @@ class Nemesis:
             with warnings_to_log(QuorumWarning, __name__) as quorum:
                 for node in followers:
                     self.cluster.pause(node, allow_quorum_loss=True)
-            self._isolated[(topic, partition)] = (leader, t, followers)
+            # The window of writes only the leader has opens once the last follower has
+            # stopped (``t`` is when the fault began, before the metadata round trip).
+            self._isolated[(topic, partition)] = (leader, self.now(), followers)
             return self._record(
                 "pause_followers", {"topic": topic, "partition": partition}, t,
                 f"paused brokers {followers} (followers of {topic}/{partition}); broker "
@@ -318,13 +320,19 @@ class Nemesis:
                                 t, f"cut broker {leader}, leader of {topic}/{partition}, off "
                                 "from the other brokers (clients still reach it)", node=leader)
 
-    def isolate_leader(self, topic: str, partition: int = 0,
-                       hold: float = 1.5) -> FaultRecord:
+    def isolate_leader(self, topic: str, partition: int = 0, hold: float = 1.5,
+                       only_leader: Callable[[Op], bool] | None = None) -> FaultRecord:
         """Pause the followers, let the leader acknowledge writes only it has, kill it,
         resume the followers; returns once a follower leads instead.
 
         The loss of ``acks=1`` on demand: the kill waits (up to ``hold`` seconds) until
         a write to a partition that leader leads was acknowledged after the pause.
+        An acknowledgement recorded after the pause may still be of a write sent before
+        it, which the followers copied (its delivery report came late: the client was
+        busy). A caller that knows which writes were sent after the pause says so with
+        ``only_leader`` (an acknowledged send op -> True if only the leader can have
+        it), and the kill waits for one of those: on a loaded host the late reports
+        came first and the kill, 0.2 s later, caught no write only the leader had.
 
         The kill may leave fewer than a majority of the controller voters running for
         the moment until the followers resume (see :meth:`kill_leader`): the resume
@@ -336,15 +344,17 @@ class Nemesis:
             leader = self._leader(topic, partition)
             led = {p for p in range(self._partition_count(topic))
                    if self.cluster.leader(topic, p) == leader}
-            paused = self.pause_followers(topic, partition)
-            since = paused.time
-            followers = self._isolated[(topic, partition)][2]
+            self.pause_followers(topic, partition)
+            _, since, followers = self._isolated[(topic, partition)]
+            alone = f"; no write was acknowledged by it alone within {hold:g} s"
             try:
                 wait_until(f"a write to {topic} acknowledged by the isolated leader {leader}",
                            lambda: any(op.topic == topic for op in self.history
                                        if op.kind == "send" and op.outcome == "ok"
-                                       and op.time >= since and op.partition in led),
+                                       and op.time >= since and op.partition in led
+                                       and (only_leader is None or only_leader(op))),
                            hold, interval=0.05)
+                alone = ""
             except TimedOut:  # "up to hold": the kill comes then, acknowledged write or not
                 pass
             time.sleep(0.2)
@@ -356,7 +366,7 @@ class Nemesis:
             self.cluster.wait_leader(topic, partition, exclude=(leader,), timeout=60)
             return self._record("isolate_leader", {"topic": topic, "partition": partition},
                                 killed.time, f"isolated and killed broker {leader}; "
-                                f"followers {followers} resumed and took over", leader)
+                                f"followers {followers} resumed and took over{alone}", leader)
 
     def _partition_count(self, topic: str) -> int:
         meta = self.cluster.admin().list_topics(topic, timeout=5).topics.get(topic)

@@ -41,7 +41,7 @@ from .clients import Fenced, Recorder, TxnProducer, config
 from .cluster import Cluster
 from .errors import LabError, TimedOut, bad_value
 from .faults import SCENARIO_FAULTS
-from .history import History
+from .history import History, Op
 from .modes import DeliveryMode, claim_failures
 from .modes import mode as get_mode
 from .nemesis import Nemesis
@@ -378,14 +378,25 @@ class _Run:
         acks=all it could not. This makes the at-most-once loss happen every run
         instead of only when a kill lands in a millisecond window.
 
-        The kill waits for that acknowledged write (the event, not a time): with acks=1
-        up to 15 s, since on a loaded host the producer's next send can come later than
-        the Nemesis' default 1.5 s (a cold CI run with three workers lost the claim so);
-        with acks=all no write can be acknowledged while the followers are paused, so
-        the short default stays."""
+        The kill waits for that acknowledged write (the event, not a time), and for one
+        the followers cannot have: the producer hands value ``trigger`` on only once the
+        pause is in the History, so a value from there on that is acknowledged was
+        written by the leader alone (an earlier value's report may come after the pause
+        too, late, for a write the followers copied: on a loaded host the kill came
+        after such a report and the claim saw no loss). With acks=1 the wait is up to
+        30 s, as the producer's next sends can come late on a loaded host; with
+        acks=all no write can be acknowledged while the followers are paused, so the
+        Nemesis' short default stays."""
         acks = str(self.s.mode.producer.get("acks", "all"))
+        first = self.trigger
+
+        def after_pause(op: Op) -> bool:
+            return op.process == "producer-0" and any(V.parse(v).seq >= first
+                                                      for v in op.values)
+
         self.nemesis.isolate_leader(self.source, 0,
-                                    hold=1.5 if acks in ("all", "-1") else 15.0)
+                                    hold=1.5 if acks in ("all", "-1") else 30.0,
+                                    only_leader=after_pause)
 
     def _crash_producer(self) -> None:
         """The producer dies after ``trigger`` values; a new instance writes the rest.
