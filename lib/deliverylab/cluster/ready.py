@@ -23,10 +23,11 @@ its coordinator at its first request.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -39,6 +40,26 @@ from ..waiting import Deadline
 
 READY_TOPIC = "__lab_ready"
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+def aside(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """Run ``fn(*args)`` in a daemon thread; its Future holds the result or the error.
+
+    Not a ThreadPoolExecutor: Python joins an executor's threads at exit, so an early
+    ``init_transactions`` that lost the race to a fresh one (it may retry for up to
+    30 s) held the exit of whatever process had started the cluster.
+    """
+    future: Future[Any] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to whoever asks the Future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="lab-ready", daemon=True).start()
+    return future
 
 
 def wait_until(what: str, probe: Callable[[], object], deadline: Deadline | float,
@@ -101,8 +122,7 @@ def wait_ready(bootstrap: str, brokers: int, deadline: Deadline,
     # ready topic: three waits overlapped, none skipped -- each step below still needs
     # its own condition to hold (a failed early attempt is simply made again).
     early_consumer: list[Consumer] = [new_consumer()]
-    aside = ThreadPoolExecutor(2, thread_name_prefix="lab-ready")
-    early_producer: list[Future[Producer]] = [aside.submit(init_producer)]
+    early_producer: list[Future[Producer]] = [aside(init_producer)]
 
     def led(md: ClusterMetadata, name: str) -> bool:
         """``name`` exists and every partition of it has a leader."""
@@ -140,7 +160,7 @@ def wait_ready(bootstrap: str, brokers: int, deadline: Deadline,
             early = early_producer.pop()
             if early.done() and early.exception() is None:
                 return early.result()
-            pending = {early, aside.submit(init_producer, "-fresh")}
+            pending = {early, aside(init_producer, "-fresh")}
             failed: BaseException | None = None
             while pending:
                 done, pending = wait(pending, timeout=deadline.left(30),
@@ -189,7 +209,6 @@ def wait_ready(bootstrap: str, brokers: int, deadline: Deadline,
     finally:
         for consumer in early_consumer:
             consumer.close()
-        aside.shutdown(wait=False, cancel_futures=True)
 
 
 def wait_whole(cluster: Any, topics: Iterable[str], timeout: float = 120.0,

@@ -7,12 +7,15 @@ attribute 'leader'``). A stand-in admin answers from a script of metadata snapsh
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from types import SimpleNamespace
 
 import pytest
 
 from deliverylab.chapters import recipes
-from deliverylab.cluster.ready import wait_whole
+from deliverylab.cluster.ready import aside, wait_whole
 from deliverylab.errors import ClusterNotReady
 
 WHOLE = SimpleNamespace(error=None, partitions={
@@ -97,3 +100,16 @@ def test_the_cluster_s_wait_asks_again_after_a_kafka_error_and_raises_cluster_no
                        r"down") as err:
         wait_until("a leader", probe, 0.03, interval=0.01)
     assert isinstance(err.value, TimedOut)
+
+
+def test_work_run_aside_holds_neither_its_result_nor_the_process_exit() -> None:
+    """An early init that lost the race may go on for 30 s: the process that started the
+    cluster exits at once all the same, and the Future carries a result or an error."""
+    assert aside(lambda a, b: a + b, 2, 3).result(5) == 5
+    failed = aside(int, "not a number")
+    assert isinstance(failed.exception(5), ValueError)
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import time\n"
+                    "from deliverylab.cluster.ready import aside\n"
+                    "aside(time.sleep, 30)"], check=True, timeout=25)
+    assert time.monotonic() - t0 < 20
