@@ -11,9 +11,11 @@ class table (:func:`point_counts`) counts, per exercise, cell and crash point, h
 students' runs failed there: a crash point that fails half the class is the moment the
 class should talk about.
 
-A grade file written before the grader named its crash points has no ``points``: its
-cell counts as one row without a crash point (its failing seeds, or the runs that did
-not pass, as the failed runs). Counted in Python: a few dozen rows per student.
+A grade file written before its cells carried ``points`` is read from its top-level
+``runs`` (each ``{"fault", "point", "crash", "passed": {property: bool | None}}``) when
+those name crash points; one written before the grader named crash points shows each
+cell as one row without a crash point (its failing seeds, or the runs that did not
+pass, as the failed runs). Counted in Python: a few dozen rows per student.
 
 Reads JSON only; imports nothing of :mod:`deliverylab.grade` (the grader stays its own).
 """
@@ -37,6 +39,20 @@ def _is_cell(c: Any) -> bool:
 def _is_run(p: Any) -> bool:
     return (isinstance(p, dict) and isinstance(p.get("point", ""), str)
             and isinstance(p.get("crash", ""), str) and isinstance(p.get("failed"), bool))
+
+
+def _from_runs(data: dict[str, Any], fault: str, prop: str) -> list[dict[str, Any]] | None:
+    """A cell's runs from the file's top-level ``runs`` (a grade file written after the
+    grader named crash points, before its cells carried them); None if they do not say."""
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        return None
+    mine = [r for r in runs if isinstance(r, dict) and r.get("fault") == fault]
+    if not mine or not all("point" in r and isinstance(r.get("passed"), dict)
+                           and _is_run({**r, "failed": False}) for r in mine):
+        return None
+    return [{"point": r["point"], "crash": r.get("crash", ""),
+             "failed": r["passed"].get(prop) is False} for r in mine]
 
 
 def _old_failed(cell: dict[str, Any]) -> int:
@@ -64,6 +80,8 @@ def grade_rows(student: str, data: dict[str, Any]
         where = {"student": student, "exercise": exercise, "fault": c["fault"],
                  "property": c["property"]}
         runs = c.get("points")
+        if runs is None:
+            runs = _from_runs(data, c["fault"], c["property"])
         if runs is None:
             points.append({**where, "point": "", "crash": "", "runs": c["runs"],
                            "failed": _old_failed(c)})

@@ -96,6 +96,25 @@ def test_an_old_grade_file_without_crash_points_shows_the_cell_only(tmp_path: Pa
     assert caught == {("lose_ack", 2, "ben, dee"), ("crash_consumer", 1, "ben")}
 
 
+def test_a_grade_file_whose_runs_name_crash_points_shows_them(tmp_path: Path):
+    """As the grader wrote its files before the cells carried ``points``: the crash
+    point of each run in the top-level ``runs``, with a verdict per property."""
+    def top(point: str, crash: str, lost: bool | None) -> dict:
+        return {"fault": "crash_consumer", "seed": 1, "point": point, "crash": crash,
+                "passed": {"nothing_lost": None if lost is None else not lost}}
+
+    data = {"exercise": "02", "cells": [
+        {"fault": "crash_consumer", "property": "nothing_lost", "passed": 1, "runs": 3,
+         "failing_seeds": [1]}],
+        "runs": [top("flush#2", FLUSH2, False), top("commit#1", COMMIT1, True),
+                 top("poll#2", "", None)]}
+    write(tmp_path / "fay/results/grades/02.json", data)
+    table = point_counts(instructor.collect([tmp_path / "fay"]).points)
+    assert [tuple(r) for r in table[["point", "crash", "students_failed", "runs_failed",
+                                     "runs"]].itertuples(index=False)] == [
+        ("commit#1", COMMIT1, 1, 1, 1), ("flush#2", FLUSH2, 0, 0, 1), ("poll#2", "", 0, 0, 1)]
+
+
 def test_a_cell_whose_points_are_not_runs_names_the_cell():
     import pytest
 
