@@ -4,10 +4,12 @@
 notebook) takes **student home folders** and writes one page: which chapters each
 student ran, which claims held, the graded exercises' pass counts; a class roll-up of
 the checks and the grader's fault cells that catch the most students; and a picture of
-the class; and, per chapter and prediction, what the students predicted and how many
-were right -- the question the class should discuss. Spark does the counting (a
-DataFrame over the results); the predictions, a few rows per student, are counted in
-Python (:func:`prediction_counts`).
+the class; per chapter and prediction, what the students predicted and how many were
+right; and, per exercise, fault cell and crash point, how many students' runs failed
+there -- the questions the class should discuss. Spark does the counting (a DataFrame
+over the results); the predictions and crash points, a few rows per student, are
+counted in Python (:func:`prediction_counts`,
+:func:`~deliverylab.classroom.instructor_grades.point_counts`).
 
 Where each student's results are, relative to the student's home folder ``HOME``:
 
@@ -26,7 +28,9 @@ Where each student's results are, relative to the student's home folder ``HOME``
   ``results/grades/02.json``, written by ``python -m deliverylab.grade 02 --json
   results/grades/02.json`` or ``dl.grade("02", out=...)``). Shape
   (:meth:`deliverylab.grade.report.Report.to_dict`): ``{"exercise", "cells": [{"fault",
-  "property", "passed", "runs", "failing_seeds"}], "passed", "failed", ...}``.
+  "property", "passed", "runs", "failing_seeds", "points"}], "passed", "failed", ...}``;
+  ``points`` (each run's crash point and whether it failed) is read by
+  :mod:`~deliverylab.classroom.instructor_grades`; a file without it shows its cells only.
 
 A file is told apart by its content, not its name. A file that is not JSON, or claims
 to be a chapter or grade result without that shape, is named in one line of the page's
@@ -48,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import bad_value
+from .instructor_grades import grade_rows, point_counts
 
 #: Where the results folders are, relative to a student's home folder (see above).
 RESULT_DIRS = ("labs/results", "results")
@@ -64,6 +69,8 @@ class Collected:
     checks: list[dict[str, Any]] = field(default_factory=list)
     #: one row per (student, exercise, fault, property).
     cells: list[dict[str, Any]] = field(default_factory=list)
+    #: one row per (student, exercise, fault, property, run): its crash point, if it failed.
+    points: list[dict[str, Any]] = field(default_factory=list)
     #: one row per (student, chapter, prediction): what was predicted, and if it was right.
     predictions: list[dict[str, Any]] = field(default_factory=list)
     #: one line per file that could not be read, naming it and why.
@@ -129,19 +136,6 @@ def _chapter_rows(student: str, data: dict[str, Any], where: str) -> tuple[dict,
     return row, rows
 
 
-def _grade_rows(student: str, data: dict[str, Any]) -> list[dict[str, Any]]:
-    cells = data.get("cells")
-    if not isinstance(data.get("exercise"), str) or not isinstance(cells, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("fault"), str)
-            and isinstance(c.get("property"), str) and isinstance(c.get("passed"), int)
-            and isinstance(c.get("runs"), int) for c in cells):
-        raise ValueError("a grade result without an 'exercise' and 'cells' of "
-                         "{'fault', 'property', 'passed', 'runs'}")
-    return [{"student": student, "exercise": data["exercise"], "fault": c["fault"],
-             "property": c["property"], "passed": c["passed"], "runs": c["runs"],
-             "caught": c["passed"] < c["runs"]} for c in cells]
-
-
 def collect(homes: Iterable[str | Path], prefix: str = "") -> Collected:
     """Read every student's results (see the module doc for where and what shape);
     ``prefix`` is taken off the home folders' names to name the students."""
@@ -173,7 +167,9 @@ def collect(homes: Iterable[str | Path], prefix: str = "") -> Collected:
                     if row["chapter"] not in latest or latest[row["chapter"]][0] < mtime:
                         latest[row["chapter"]] = (mtime, row, rows)
                 elif isinstance(data, dict) and ("exercise" in data or "cells" in data):
-                    out.cells += _grade_rows(student, data)
+                    cells, points = grade_rows(student, data)
+                    out.cells += cells
+                    out.points += points
                 else:
                     out.skipped.append(where)
             except ValueError as exc:
@@ -218,6 +214,9 @@ class ClassView:
     collected: Collected
     #: (chapter, prediction, predicted) -> students, right (:func:`prediction_counts`)
     predictions: Any = None
+    #: (exercise, fault, property, crash point) -> students whose runs failed there
+    #: (:func:`~deliverylab.classroom.instructor_grades.point_counts`)
+    crash_points: Any = None
 
 
 def _frame(spark: Any, rows: list[dict[str, Any]], schema: str) -> Any:
@@ -272,7 +271,7 @@ def tables(collected: Collected, spark: Any = None) -> ClassView:
                      F.sort_array(F.collect_set("student")).alias("who"))
                 .orderBy(F.desc("students"), "exercise", "fault", "property").toPandas())
     return ClassView(table, grades, hardest, catching, collected,
-                     prediction_counts(collected))
+                     prediction_counts(collected), point_counts(collected.points))
 
 
 def plot(view: ClassView, save: str | Path | None = None) -> Any:
@@ -340,6 +339,9 @@ def page(view: ClassView) -> str:
         _html_table(view.predictions, "no prediction revealed yet"),
         "<h2>Fault cells that catch the most students</h2>",
         _html_table(view.catching_cells, "no grade result has a failing cell"),
+        "<h2>Graded code: where the crash landed, and how many students' runs failed "
+        "there</h2>",
+        _html_table(view.crash_points, "no grade result yet"),
         "<h2>Checks that did not hold, by students</h2>",
         _html_table(view.hardest_checks, "every check held for every student who ran it"),
         f"<h2>Could not read ({len(c.problems)})</h2><ul>{problems}</ul>" if problems

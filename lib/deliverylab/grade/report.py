@@ -57,6 +57,15 @@ class Cell:
         """"ok", "FAIL" (some run failed) or "not judged" (none failed, some not judged)."""
         return "FAIL" if self.failing else "not judged" if self.unjudged else "ok"
 
+    def points(self) -> list[dict[str, Any]]:
+        """Each run of the cell: its seed, crash point (``flush#2``, empty for a fault
+        without one), where the kill landed in the student's words, and whether the run
+        failed this cell's property (``judged`` False: neither passed nor failed). The
+        instructor's view counts, per crash point, how many students' runs failed there."""
+        return [{"seed": r.seed, "point": r.point, "crash": r.crash,
+                 "failed": r.passed[self.prop.name] is False,
+                 "judged": r.passed[self.prop.name] is not None} for r in self.runs]
+
 
 def replay_command(exercise: Exercise, solution: Path, fault: str, seed: int,
                    point: str = "") -> str:
@@ -286,7 +295,8 @@ class Report:
             "cells": [{"fault": c.fault, "property": c.prop.name, "passed": c.passed,
                        "runs": len(c.runs), "state": c.state,
                        "failing_seeds": [r.seed for r in c.failing],
-                       "failing_runs": [r.label for r in c.failing]}
+                       "failing_runs": [r.label for r in c.failing],
+                       "points": c.points()}
                       for c in self.cells()],
             "failures": [{k: v for k, v in f.items() if k != "says"}
                          for f in self.failures()],

@@ -126,6 +126,27 @@ def test_report_table_replay_hint_closing_line_and_json(tmp_path: Path):
     assert len(data["solution_sha256"]) == 64
 
 
+def test_the_json_carries_each_runs_crash_point_per_cell(tmp_path: Path):
+    from dataclasses import replace
+
+    words = "after your 1st offset commit, before your 2nd poll"
+    runs = [replace(a_run(seed=1), point="commit#1", crash=words),
+            replace(a_run(seed=1), point="flush#2", crash="after your 2nd flush",
+                    passed={p.name: True for p in EX.properties}),
+            replace(a_run("none", 1), passed={**a_run("none", 1).passed,
+                                               "nothing_lost": None})]
+    solution = tmp_path / "mine.py"
+    solution.write_text("def consume_loop(c, p, o, r): pass\n")
+    data = Report(EX, solution, runs).to_dict()
+    cells = {(c["fault"], c["property"]): c["points"] for c in data["cells"]}
+    assert cells["crash_consumer", "nothing_lost"] == [
+        {"seed": 1, "point": "commit#1", "crash": words, "failed": True, "judged": True},
+        {"seed": 1, "point": "flush#2", "crash": "after your 2nd flush", "failed": False,
+         "judged": True}]
+    assert cells["none", "nothing_lost"] == [
+        {"seed": 1, "point": "", "crash": "", "failed": False, "judged": False}]
+
+
 def test_bad_exercise_or_solution_is_one_line():
     from deliverylab.grade import _solution
 
