@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import hub, hub_limits
-from deliverylab.classroom.hub_limits import GROUP, V1, V2, Limits
+from deliverylab.classroom.hub import hub
+from deliverylab.classroom.hub import limits as caps
+from deliverylab.classroom.hub.limits import GROUP, V1, V2, Limits
 from deliverylab.errors import LabError
 
 
@@ -32,14 +33,14 @@ def unified(tmp_path: Path, controllers: str = "cpuset cpu io memory hugetlb pid
 
 
 def test_a_unified_host_is_seen_as_v2_and_a_v1_one_as_v1(tmp_path: Path):
-    assert hub_limits.hierarchy(unified(tmp_path)) == V2
+    assert caps.hierarchy(unified(tmp_path)) == V2
     v1 = tmp_path / "v1"
     for c in ("memory", "cpu"):
         (v1 / c).mkdir(parents=True)
         (v1 / c / "cgroup.procs").write_text("")
     (v1 / "unified").mkdir()  # a hybrid host: v1's controllers win
-    assert hub_limits.hierarchy(v1) == V1
-    assert hub_limits.hierarchy(tmp_path / "none") is None
+    assert caps.hierarchy(v1) == V1
+    assert caps.hierarchy(tmp_path / "none") is None
 
 
 def test_v2_delegates_memory_and_cpu_down_to_the_student_and_writes_the_caps(
@@ -97,17 +98,17 @@ def test_removing_a_v2_student_removes_their_folder(tmp_path: Path):
     limits.create()
     for f in (root / GROUP / "cat").iterdir():  # the kernel's files vanish with rmdir
         f.unlink()
-    hub_limits.remove_all("cat", root=root)
+    caps.remove_all("cat", root=root)
     assert not (root / GROUP / "cat").exists()
 
 
 def test_why_not_says_what_is_missing(tmp_path: Path):
-    assert hub_limits.why_not(unified(tmp_path)) is None
-    assert "no cgroup memory and cpu controllers" in hub_limits.why_not(tmp_path / "x")
+    assert caps.why_not(unified(tmp_path)) is None
+    assert "no cgroup memory and cpu controllers" in caps.why_not(tmp_path / "x")
     only_cpu = tmp_path / "cpu-only"
     only_cpu.mkdir()
     (only_cpu / "cgroup.controllers").write_text("cpu pids\n")
-    assert "no cgroup memory" in hub_limits.why_not(only_cpu)
+    assert "no cgroup memory" in caps.why_not(only_cpu)
 
 
 def settings(tmp_path: Path, **kw) -> hub.HubSettings:
@@ -126,12 +127,12 @@ def test_caps_are_on_by_default_sized_by_the_plan(tmp_path: Path):
 
 def test_a_host_that_cannot_cap_refuses_the_class_in_one_line_unless_allowed(
         tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(hub_limits, "why_not", lambda root=None: "no cgroup here")
+    monkeypatch.setattr(caps, "why_not", lambda root=None: "no cgroup here")
     with pytest.raises(LabError) as err:
         hub.check_caps(settings(tmp_path))
     assert str(err.value) == ("this host cannot cap each student's memory: no cgroup here; "
                               "refusing to start the class (--allow-uncapped, make "
                               "classroom ALLOW_UNCAPPED=1: run it without caps)")
     assert hub.check_caps(settings(tmp_path, allow_uncapped=True)) == "no cgroup here"
-    monkeypatch.setattr(hub_limits, "why_not", lambda root=None: None)
+    monkeypatch.setattr(caps, "why_not", lambda root=None: None)
     assert hub.check_caps(settings(tmp_path)) is None

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import hub
-from deliverylab.classroom.hub_network import ClassNetwork
+from deliverylab.classroom.hub import hub
+from deliverylab.classroom.hub.network import ClassNetwork
 from deliverylab.errors import LabError
 
 

@@ -3,7 +3,7 @@ parts of ``bench/hub_course.py`` that judge, measure and tabulate, kept apart fr
 hub so that they are tested on hand-written inputs.
 
 The benchmark runs chapters in a kernel of each student's server, as the three-student
-test does (:mod:`.hub_client`), with the parameters the chapter test passes
+test does (:mod:`.client`), with the parameters the chapter test passes
 (:func:`chapter_parameters`). Per student per chapter it keeps: the verdict read from
 the results file the chapter wrote (:func:`chapter_run`, the same rule as ``make
 course``), the wall time, the student's cgroup peak (``memory.max_usage_in_bytes``,
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError, bad_value
-from . import course, stacks
-from .measure import Memory, Sample
+from ...errors import LabError, bad_value
+from .. import course, stacks
+from ..measure import Memory, Sample
 
 MIB = 2**20
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import hub
+from deliverylab.classroom.hub import hub
 from deliverylab.errors import LabError
 
 
@@ -51,16 +51,16 @@ def test_the_homes_are_where_the_instructor_view_looks(tmp_path: Path):
 def test_the_config_binds_localhost_with_the_culler_and_the_class_list(tmp_path: Path):
     from traitlets.config import Config
 
-    from deliverylab.classroom import hub_spawner
+    from deliverylab.classroom.hub import spawner
 
     s = settings(tmp_path, cull_timeout=600, cull_every=60, port=18123, proxy_api_port=18124)
     c = Config()
-    hub_spawner.configure(c, str(s.save()))
+    spawner.configure(c, str(s.save()))
     assert c.JupyterHub.ip == "127.0.0.1" and c.JupyterHub.hub_ip == "127.0.0.1"
     assert c.JupyterHub.port == 18123
     assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:18124"  # not every hub's 8001
     assert c.Authenticator.allowed_users == {"ann", "ben"}
-    assert c.JupyterHub.spawner_class is hub_spawner.StudentSpawner
+    assert c.JupyterHub.spawner_class is spawner.StudentSpawner
     [culler] = c.JupyterHub.services
     assert "--timeout=600" in culler["command"] and "--cull-every=60" in culler["command"]
     [role] = c.JupyterHub.load_roles
@@ -77,13 +77,13 @@ def test_a_bad_spawner_is_refused_in_one_line(tmp_path: Path):
 def test_the_docker_config_limits_each_container_and_mounts_no_engine_socket(tmp_path: Path):
     from traitlets.config import Config
 
-    from deliverylab.classroom import hub_docker, hub_spawner
+    from deliverylab.classroom.hub import docker, spawner
 
     s = settings(tmp_path, spawner="docker", image="lab:test", hub_ip="172.30.0.1",
                  mem_limit_gb=3.0, cpu_limit=1.5, prefix="dlt1-")
     c = Config()
-    hub_spawner.configure(c, str(s.save()))
-    assert c.JupyterHub.spawner_class is hub_spawner.ClassDockerSpawner
+    spawner.configure(c, str(s.save()))
+    assert c.JupyterHub.spawner_class is spawner.ClassDockerSpawner
     assert c.JupyterHub.ip == "127.0.0.1"  # the public port; the hub on the bridge only
     assert c.JupyterHub.hub_ip == c.JupyterHub.hub_connect_ip == "172.30.0.1"
     d = c.DockerSpawner
@@ -93,7 +93,7 @@ def test_the_docker_config_limits_each_container_and_mounts_no_engine_socket(tmp
                                                             "auto_remove": False}
     assert d.cpu_limit == 1.5
     assert d.cmd == ["jupyterhub-singleuser"]
-    assert d.extra_create_kwargs == {"labels": {hub_docker.LABEL: "dlt1-"}}
+    assert d.extra_create_kwargs == {"labels": {docker.LABEL: "dlt1-"}}
     assert "volumes" not in d  # each spawner mounts its student's labs/ only
     assert d.environment["DELIVERYLAB_PROFILE"] == "light"
     assert not any("docker.sock" in repr(v) for v in d.values())
@@ -101,40 +101,40 @@ def test_the_docker_config_limits_each_container_and_mounts_no_engine_socket(tmp
 
 def test_a_docker_student_s_folder_is_the_image_user_s_and_removed_only_if_ours(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from deliverylab.classroom import hub_docker
+    from deliverylab.classroom.hub import docker
 
     owners = []
-    monkeypatch.setattr(hub_docker.os, "chown", lambda p, u, g, **kw: owners.append((u, g)))
+    monkeypatch.setattr(docker.os, "chown", lambda p, u, g, **kw: owners.append((u, g)))
     labs = tmp_path / "labs"
     (labs / "results").mkdir(parents=True)
     (labs / "00_tour.ipynb").write_text("{}")
     s = settings(tmp_path, spawner="docker", homes=str(tmp_path / "homes"), labs=str(labs))
-    home = hub_docker.ensure_home(s, "ann")
+    home = docker.ensure_home(s, "ann")
     assert home == tmp_path / "homes" / "dlab-ann"
     assert (home / "labs" / "00_tour.ipynb").exists() and not (home / "labs" / "results").exists()
     assert oct(home.stat().st_mode & 0o777) == "0o700"
-    assert set(owners) == {(hub_docker.LAB_UID, hub_docker.LAB_UID)}
+    assert set(owners) == {(docker.LAB_UID, docker.LAB_UID)}
     (home / "labs" / "mine.txt").write_text("work")
-    hub_docker.ensure_home(s, "ann")  # a second spawn keeps the student's work
+    docker.ensure_home(s, "ann")  # a second spawn keeps the student's work
     assert (home / "labs" / "mine.txt").read_text() == "work"
     foreign = s.home("ben")
     foreign.mkdir()
     with pytest.raises(LabError, match="not made by the classroom"):
-        hub_docker.ensure_home(s, "ben")
-    assert hub_docker.remove_homes(s) == [str(home)]
+        docker.ensure_home(s, "ben")
+    assert docker.remove_homes(s) == [str(home)]
     assert not home.exists() and foreign.exists()
 
 
 def test_a_student_with_their_own_password_needs_it(tmp_path: Path):
     from traitlets.config import Config
 
-    from deliverylab.classroom import hub_spawner
+    from deliverylab.classroom.hub import spawner
 
     c = Config()
     c.SharedPasswordAuthenticator.user_password = "workshop-pw"
     c.WorkshopAuthenticator.student_passwords = {"ann": "ann-secret"}
     c.Authenticator.allowed_users = {"ann", "ben"}
-    auth = hub_spawner.WorkshopAuthenticator(config=c)
+    auth = spawner.WorkshopAuthenticator(config=c)
 
     def login(name: str, password: str):
         return asyncio.run(auth.get_authenticated_user(
@@ -213,10 +213,10 @@ def test_reachable_follows_every_folder_above(tmp_path: Path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not __import__(
-    "deliverylab.classroom.hub_limits", fromlist=["Limits"]).Limits.available(),
+    "deliverylab.classroom.hub.limits", fromlist=["Limits"]).Limits.available(),
     reason="needs root and a writable cgroup v1 memory/cpu hierarchy")
 def test_a_students_cgroup_caps_memory_and_cpu_and_holds_its_children():
-    from deliverylab.classroom.hub_limits import GROUP, Limits
+    from deliverylab.classroom.hub.limits import GROUP, Limits
 
     limits = Limits(f"dlunit-{os.getpid()}", 256 * 2**20, 0.5)
     limits.create()
@@ -241,7 +241,7 @@ def test_a_students_cgroup_caps_memory_and_cpu_and_holds_its_children():
 
 
 def test_limits_refuse_nonsense():
-    from deliverylab.classroom.hub_limits import Limits
+    from deliverylab.classroom.hub.limits import Limits
 
     with pytest.raises(LabError, match="below 64 MiB"):
         Limits("x", 1000, None)

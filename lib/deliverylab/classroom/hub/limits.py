@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import LabError
+from ...errors import LabError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GROUP = "deliverylab"
