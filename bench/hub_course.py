@@ -37,9 +37,11 @@ from deliverylab.classroom import course, instructor
 from deliverylab.classroom.hub import course as hc
 from deliverylab.classroom.hub.client import Student
 from deliverylab.classroom.hub.host import install_proxy, prepare_cache
-from deliverylab.classroom.hub.hub import Hub, HubSettings, processes_of
+from deliverylab.classroom.hub.hub import Hub
 from deliverylab.classroom.hub.limits import Limits, student_dirs
 from deliverylab.classroom.hub.network import NETNS_DIR
+from deliverylab.classroom.hub.settings import HubSettings
+from deliverylab.classroom.hub.users import processes_of
 from deliverylab.classroom.measure import Memory, Sampler, total_memory
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from deliverylab.classroom.hub.client import Student
 from deliverylab.classroom.hub.host import install_proxy, prepare_cache
-from deliverylab.classroom.hub.hub import Hub, HubSettings
+from deliverylab.classroom.hub.hub import Hub
+from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.process.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]

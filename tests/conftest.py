@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from deliverylab.classroom.hub.host import install_proxy, prepare_cache
-from deliverylab.classroom.hub.hub import Hub, HubSettings
+from deliverylab.classroom.hub.hub import Hub
+from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.cluster import Cluster
 from deliverylab.cluster import docker as dk
 from deliverylab.nemesis import Nemesis

@@ -9,7 +9,7 @@ the results file the chapter wrote (:func:`chapter_run`, the same rule as ``make
 course``), the wall time, the student's cgroup peak (``memory.max_usage_in_bytes``,
 reset before each chapter: page cache included, and a shared page charged to the
 student who touched it first) and the peak PSS and RSS summed over every process of the
-student's uid, sampled (``measure.total_memory`` of ``hub.processes_of``;
+student's uid, sampled (``measure.total_memory`` of ``users.processes_of``;
 :func:`window_peak`): PSS counts a page
 shared by k processes 1/k in each, which is what ``make classroom-plan``'s figures are.
 ``--save`` keeps each chapter's largest per-student peaks (:func:`chapter_peaks`) in a

@@ -38,7 +38,7 @@ from ...errors import LabError
 from ...waiting import wait_until
 
 if TYPE_CHECKING:
-    from .hub import HubSettings
+    from .settings import HubSettings
 
 #: On every container and network of a class, valued with the class's prefix.
 LABEL = "deliverylab.classroom"

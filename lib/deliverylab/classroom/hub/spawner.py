@@ -3,7 +3,7 @@ the spawners: each student's server as that student's Unix user (``local``), or 
 container of the lab image (``docker``; the engine's side is :mod:`.docker`).
 
 Loaded by JupyterHub itself (``jupyterhub -f <state>/jupyterhub_config.py``, written by
-:class:`.hub.HubSettings`), so this module is the only one that imports ``jupyterhub``
+:class:`.settings.HubSettings`), so this module is the only one that imports ``jupyterhub``
 (the ``classroom`` extra: a student's laptop install does not need it).
 """
 
@@ -24,8 +24,9 @@ from traitlets import Dict, HasTraits, Unicode, default
 from ...errors import LabError
 from . import docker as class_docker
 from . import network as netns
-from .hub import HubSettings, ensure_student, sweep
 from .limits import Limits, why_not
+from .settings import HubSettings
+from .users import ensure_student, sweep
 
 #: What the idle culler may do (its README's list): see users' activity, stop servers.
 CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
@@ -68,7 +69,7 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
     the server runs with the student's uid, the class cache, the venv and a private
     ``TMPDIR``. :meth:`stop` -- called for a stop, a cull, a server that died, and the
     hub's own shutdown -- stops the server as JupyterHub does, then SIGKILLs every
-    process left with the student's uid (:func:`.hub.sweep`): kernels and their reapers
+    process left with the student's uid (:func:`.users.sweep`): kernels and their reapers
     run in sessions of their own, so the server's process group is not enough.
     """
 

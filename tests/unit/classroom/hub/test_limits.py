@@ -5,6 +5,8 @@ hub's refusal to start a class it cannot cap."""
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from deliverylab.classroom.hub import hub
 from deliverylab.classroom.hub import limits as caps
 from deliverylab.classroom.hub.limits import GROUP, V1, V2, Limits
+from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.errors import LabError
 
 
@@ -111,9 +114,9 @@ def test_why_not_says_what_is_missing(tmp_path: Path):
     assert "no cgroup memory" in caps.why_not(only_cpu)
 
 
-def settings(tmp_path: Path, **kw) -> hub.HubSettings:
-    return hub.HubSettings(**{"students": ["ann"], "password": "workshop-pw",
-                              "state": str(tmp_path / "state"), **kw})
+def settings(tmp_path: Path, **kw) -> HubSettings:
+    return HubSettings(**{"students": ["ann"], "password": "workshop-pw",
+                          "state": str(tmp_path / "state"), **kw})
 
 
 def test_caps_are_on_by_default_sized_by_the_plan(tmp_path: Path):
@@ -136,3 +139,36 @@ def test_a_host_that_cannot_cap_refuses_the_class_in_one_line_unless_allowed(
     assert hub.check_caps(settings(tmp_path, allow_uncapped=True)) == "no cgroup here"
     monkeypatch.setattr(caps, "why_not", lambda root=None: None)
     assert hub.check_caps(settings(tmp_path)) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not __import__(
+    "deliverylab.classroom.hub.limits", fromlist=["Limits"]).Limits.available(),
+    reason="needs root and a writable cgroup v1 memory/cpu hierarchy")
+def test_a_students_cgroup_caps_memory_and_cpu_and_holds_its_children():
+    limits = Limits(f"dlunit-{os.getpid()}", 256 * 2**20, 0.5)
+    limits.create()
+    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 300 & exec sleep 300"],
+                            preexec_fn=limits.join_fn(), start_new_session=True)
+    try:
+        mem = limits.root / "memory" / GROUP / limits.name
+        assert int((mem / "memory.limit_in_bytes").read_text()) == 256 * 2**20
+        cpu = limits.root / "cpu" / GROUP / limits.name
+        assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50_000
+        deadline = time.monotonic() + 10
+        while len(limits.pids()) < 2:  # the shell's background child is inside too
+            assert time.monotonic() < deadline, f"pids in the cgroup: {limits.pids()}"
+            time.sleep(0.05)
+        assert proc.pid in limits.pids() and limits.peak_bytes() > 0
+    finally:
+        for pid in limits.pids():
+            os.kill(pid, 9)
+        proc.wait(5)
+        limits.remove()
+    assert not any(d.exists() for d in limits.dirs)
+
+
+def test_limits_refuse_nonsense():
+    with pytest.raises(LabError, match="below 64 MiB"):
+        Limits("x", 1000, None)
+    with pytest.raises(LabError, match="cpu_limit=0"):
+        Limits("x", None, 0)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom.hub import hub
 from deliverylab.classroom.hub import passwords as credentials
+from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.errors import LabError
 
 
@@ -44,7 +44,7 @@ def test_every_student_gets_a_password_and_keeps_it_when_the_hub_starts_again(
                                                            "", state)
     assert students == ["ann", "ben", "cat"] and new == ["ann", "cat"]
     assert first["ben"] == "ben-own-secret" and first["ann"] != first["cat"]
-    settings = hub.HubSettings(students=students, password="", passwords=first,
+    settings = HubSettings(students=students, password="", passwords=first,
                                state=str(state))
     settings.save()  # as Hub.start does: the passwords live in settings.json (0600)
     _, again, new = credentials.class_credentials("ann,ben,cat,dan", "", state)
@@ -56,7 +56,7 @@ def test_a_shared_password_is_only_an_explicit_option(tmp_path: Path):
                                                          "shared-workshop", tmp_path)
     assert own == {"ben": "ben-own-secret"} and new == []
     with pytest.raises(LabError, match="8 characters or more"):  # none at all: refused
-        hub.HubSettings(students=students, password="", passwords=own,
+        HubSettings(students=students, password="", passwords=own,
                         state=str(tmp_path))
 
 
@@ -82,7 +82,7 @@ def test_the_hub_configured_with_generated_passwords_opens_each_account_to_its_o
     from deliverylab.classroom.hub import spawner
 
     students, passwords, _ = credentials.class_credentials("ann,ben", "", tmp_path)
-    s = hub.HubSettings(students=students, password="", passwords=passwords,
+    s = HubSettings(students=students, password="", passwords=passwords,
                         state=str(tmp_path / "state"))
     c = Config()
     spawner.configure(c, str(s.save()))
