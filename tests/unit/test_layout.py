@@ -204,11 +204,6 @@ NOT_WAITS = {
     "services.instance:loop": "a service's work loop, until it is stopped",
     "spark.sinks:_committed_batch": "reads records until the high watermark",
     "workload:run": "the pipeline's consume-process-produce loop",
-    # Waits, in files another change of issue 38 (classroom/ in rooms) is rewriting now;
-    # they move to waiting.wait_until with it.
-    "classroom.hub.hub:start": "a wait for JupyterHub's API, to move with classroom/'s rooms",
-    "classroom.hub.limits:remove": "a wait for a cgroup's rmdir, to move with classroom/'s "
-                                   "rooms",
 }
 WAIT_CALLS = {"time.sleep", "time.monotonic", "sleep", "monotonic"}
 

@@ -14,12 +14,11 @@ import pwd
 import signal
 import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
 from ...errors import LabError
+from ...waiting import wait_until
 from .host import prepare_runtime as _prepare_runtime
 from .network import ClassNetwork
 from .settings import HubSettings
@@ -94,19 +93,14 @@ class Hub:
                            str(state / "jupyterhub_config.py")],
             state / "jupyterhub.log", env=env, cwd=state)
         self.log = state / "jupyterhub.log"
-        deadline = time.monotonic() + timeout
-        while True:
-            self.children.check(self.proc)
-            try:
-                with urllib.request.urlopen(f"{s.url}/hub/api/", timeout=2) as rsp:
-                    if rsp.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise LabError(f"JupyterHub did not answer on {s.url}/hub/api/ within "
-                               f"{timeout:.0f} s; its log: {self.log} (settings {path})")
-            time.sleep(0.3)
+
+        def answers() -> bool:  # refused, or an error status (HTTPError): not yet
+            with urllib.request.urlopen(f"{s.url}/hub/api/", timeout=2) as rsp:
+                return rsp.status == 200
+
+        wait_until(f"JupyterHub to answer on {s.url}/hub/api/", answers, timeout,
+                   check=lambda: self.children.check(self.proc), interval=0.3,
+                   retry=(OSError,), explain=lambda: f"; its log: {self.log} (settings {path})")
         return self
 
     def stop(self, remove_users: bool = False) -> None:

@@ -15,7 +15,7 @@ from deliverylab.classroom.hub import hub
 from deliverylab.classroom.hub import limits as caps
 from deliverylab.classroom.hub.limits import GROUP, V1, V2, Limits
 from deliverylab.classroom.hub.settings import HubSettings
-from deliverylab.errors import LabError
+from deliverylab.errors import LabError, TimedOut
 
 
 def unified(tmp_path: Path, controllers: str = "cpuset cpu io memory hugetlb pids rdma",
@@ -112,6 +112,24 @@ def test_why_not_says_what_is_missing(tmp_path: Path):
     only_cpu.mkdir()
     (only_cpu / "cgroup.controllers").write_text("cpu pids\n")
     assert "no cgroup memory" in caps.why_not(only_cpu)
+
+
+def test_a_cgroup_that_stays_busy_times_out_naming_it_and_its_pids(tmp_path: Path):
+    # On the fake tree the folder keeps files, so rmdir fails as a busy cgroup's does.
+    root = unified(tmp_path, swap=False)
+    limits = Limits("dan", 2**30, None, root=root)
+    limits.create()
+    mine = root / GROUP / "dan"
+    (mine / "cgroup.procs").write_text("4242\n")
+    with pytest.raises(TimedOut) as err:
+        limits.remove(timeout=0.3)
+    assert err.value.what == f"cgroup {mine} to be removed"
+    assert str(err.value).endswith("(pids still in it: {4242})")
+    assert "Directory not empty" in str(err.value) and mine.exists()
+    for f in mine.iterdir():  # the last process reaped: the kernel's files go with rmdir
+        f.unlink()
+    limits.remove(timeout=0.3)
+    assert not mine.exists()
 
 
 def settings(tmp_path: Path, **kw) -> HubSettings:
