@@ -5,7 +5,7 @@ does each student's cgroup reach.
 Each student (a Unix user of their own, removed at the end) logs in (a token against
 the password, REST), starts their server, and runs the chapters in sequence, each in a
 new kernel of that server, as the three-student test runs chapter 00
-(``hub_client.Kernel.run_notebook``: the chapter test's parameters, local JVMs, a graded
+(``hub.client.Kernel.run_notebook``: the chapter test's parameters, local JVMs, a graded
 chapter's reference solution); the students run at once. Per student per chapter: the
 verdict from the results file the chapter wrote (read through the contents API), the
 wall time, the cgroup's peak (reset before each chapter) and the peak PSS/RSS of every
@@ -34,11 +34,14 @@ from pathlib import Path
 import psutil
 
 from deliverylab.classroom import course, instructor
-from deliverylab.classroom import hub as hubmod
-from deliverylab.classroom import hub_course as hc
-from deliverylab.classroom.hub_client import Student
-from deliverylab.classroom.hub_limits import Limits, student_dirs
-from deliverylab.classroom.hub_network import NETNS_DIR
+from deliverylab.classroom.hub import course as hc
+from deliverylab.classroom.hub.client import Student
+from deliverylab.classroom.hub.host import install_proxy, prepare_cache
+from deliverylab.classroom.hub.hub import Hub
+from deliverylab.classroom.hub.limits import Limits, student_dirs
+from deliverylab.classroom.hub.network import NETNS_DIR
+from deliverylab.classroom.hub.settings import HubSettings
+from deliverylab.classroom.hub.users import processes_of
 from deliverylab.classroom.measure import Memory, Sampler, total_memory
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports
@@ -74,12 +77,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def uid_memory(uid: int) -> tuple[Memory, int]:
     """The summed memory of every live process of ``uid`` and how many were read: a
     student's server, kernels, brokers, JVMs, reapers, whatever session they sit in."""
-    return total_memory(hubmod.processes_of(uid))
+    return total_memory(processes_of(uid))
 
 
 def server_pids(uid: int) -> set[int]:
     out = set()
-    for pid in hubmod.processes_of(uid):
+    for pid in processes_of(uid):
         try:
             if "jupyterhub.singleuser" in " ".join(psutil.Process(pid).cmdline()):
                 out.add(pid)
@@ -93,7 +96,7 @@ def left_after(uid: int, keep: set[int], timeout: float = 60.0) -> list[str]:
     kernel's shutdown, as ``pid name`` (the next chapter must start from a clean slate)."""
     deadline = time.monotonic() + timeout
     while True:
-        pids = [p for p in hubmod.processes_of(uid) if p not in keep]
+        pids = [p for p in processes_of(uid) if p not in keep]
         if not pids or time.monotonic() > deadline:
             break
         time.sleep(0.5)
@@ -148,7 +151,7 @@ def one_student(name: str, student: Student, uid: int, limits: Limits, chapters:
     return rows
 
 
-def instructors_view(settings: hubmod.HubSettings) -> None:
+def instructors_view(settings: HubSettings) -> None:
     """The instructor's view over the class's homes, as ``make classroom`` lays them out."""
     from deliverylab.spark import session
 
@@ -167,13 +170,13 @@ def instructors_view(settings: hubmod.HubSettings) -> None:
         print(f"could not read: {line}")
 
 
-def left_behind(settings: hubmod.HubSettings, uids: dict[str, int]) -> list[str]:
+def left_behind(settings: HubSettings, uids: dict[str, int]) -> list[str]:
     """What of the class outlived the hub's stop: processes of the students' uids, their
     users, homes, cgroups, network namespaces, the hub's state folder."""
     out = []
     for name, uid in uids.items():
         unix = settings.unix_name(name)
-        if pids := hubmod.processes_of(uid):
+        if pids := processes_of(uid):
             out.append(f"{name}: processes of uid {uid}: {pids}")
         try:
             pwd.getpwnam(unix)
@@ -205,11 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {', '.join(ratio)}'s claim is a throughput ratio (CI runs it alone): "
               f"beside {args.students - 1} other students its ratios weigh the host's "
               "load, and may fail for that", flush=True)
-    cache, chp = hubmod.prepare_cache(), hubmod.install_proxy()
+    cache, chp = prepare_cache(), install_proxy()
     prefix = f"dlc{secrets.token_hex(2)}-"
     port, hub_port, api_port = free_ports(3)
     names = list(NAMES[: args.students])
-    settings = hubmod.HubSettings(students=names, password=secrets.token_urlsafe(12),
+    settings = HubSettings(students=names, password=secrets.token_urlsafe(12),
                                   state=str(ROOT / "build" / f"bench-hub-{prefix[:-1]}"),
                                   port=port, hub_port=hub_port, proxy_api_port=api_port,
                                   prefix=prefix, cache=str(cache), chp=str(chp),
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(names)} students ({', '.join(names)}), chapters {' '.join(args.chapters)}, "
           f"profile {settings.profile}, cgroup cap {args.mem_limit_gb} GB, "
           f"{os.cpu_count()} cores", flush=True)
-    hub = hubmod.Hub(settings, ephemeral=True)
+    hub = Hub(settings, ephemeral=True)
     uids: dict[str, int] = {}
     rows: list[hc.StudentChapter] = []
     windows: dict[tuple[str, str], tuple[float, float]] = {}

@@ -21,8 +21,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from deliverylab.classroom import hub as hubmod
-from deliverylab.classroom.hub_client import Student
+from deliverylab.classroom.hub.client import Student
+from deliverylab.classroom.hub.host import install_proxy, prepare_cache
+from deliverylab.classroom.hub.hub import Hub
+from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.process.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,11 +53,11 @@ def wave(count: int, cache: Path, chp: Path) -> list[dict[str, float]]:
     prefix = f"dlb{secrets.token_hex(2)}-"
     port, hub_port, api_port = free_ports(3)
     names = [f"s{i}" for i in range(count)]
-    settings = hubmod.HubSettings(students=names, password=secrets.token_urlsafe(12),
+    settings = HubSettings(students=names, password=secrets.token_urlsafe(12),
                                   state=str(ROOT / "build" / f"bench-hub-{prefix[:-1]}"),
                                   port=port, hub_port=hub_port, proxy_api_port=api_port,
                                   prefix=prefix, cache=str(cache), chp=str(chp))
-    hub = hubmod.Hub(settings, ephemeral=True)
+    hub = Hub(settings, ephemeral=True)
     try:
         hub.start()
         with ThreadPoolExecutor(count) as pool:
@@ -71,7 +73,7 @@ def main() -> None:
     parser.add_argument("--students", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--runs", type=int, default=1, help="waves of each size")
     args = parser.parse_args()
-    cache, chp = hubmod.prepare_cache(), hubmod.install_proxy()
+    cache, chp = prepare_cache(), install_proxy()
     print(f"{'students':>8} {'run':>3} {'login->cluster s (each)':>32} "
           f"{'slowest':>8}  server / kernel / cluster s (slowest student)")
     for count in args.students:

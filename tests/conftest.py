@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from deliverylab.classroom import hub as hubmod
+from deliverylab.classroom.hub.host import install_proxy, prepare_cache
+from deliverylab.classroom.hub.hub import Hub
+from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.cluster import Cluster
 from deliverylab.cluster import docker as dk
 from deliverylab.nemesis import Nemesis
@@ -231,30 +233,30 @@ def lab_image(engine: str) -> str:
 @pytest.fixture(scope="session")
 def class_cache() -> Path:
     """The class's read-only jars cache (made once; later runs only check it)."""
-    return hubmod.prepare_cache()
+    return prepare_cache()
 
 
 @pytest.fixture(scope="session")
 def proxy() -> Path:
     """configurable-http-proxy from npm (once; `make classroom` installs the same)."""
-    return hubmod.install_proxy()
+    return install_proxy()
 
 
 @pytest.fixture
-def start_hub(proxy: Path) -> Iterator[Callable[..., hubmod.Hub]]:
+def start_hub(proxy: Path) -> Iterator[Callable[..., Hub]]:
     if os.geteuid() != 0:
         pytest.fail("the classroom tests create Unix users: run them as root (CI does)")
-    started: list[hubmod.Hub] = []
+    started: list[Hub] = []
 
-    def start(students: list[str], **settings) -> hubmod.Hub:
+    def start(students: list[str], **settings) -> Hub:
         prefix = f"dlt{secrets.token_hex(2)}-"
         port, hub_port, api_port = free_ports(3)
         state = Path(__file__).resolve().parents[1] / "build" / f"test-hub-{prefix.rstrip('-')}"
-        s = hubmod.HubSettings(students=students, password=secrets.token_urlsafe(12),
+        s = HubSettings(students=students, password=secrets.token_urlsafe(12),
                                state=str(state), port=port, hub_port=hub_port,
                                proxy_api_port=api_port, prefix=prefix, chp=str(proxy),
                                **settings)
-        hub = hubmod.Hub(s, ephemeral=True)
+        hub = Hub(s, ephemeral=True)
         started.append(hub)
         return hub.start()
 

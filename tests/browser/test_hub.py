@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from deliverylab.classroom.hub import processes_of
+from deliverylab.classroom.hub.users import processes_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 

@@ -147,11 +147,9 @@ def _circles(graph: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
     return found
 
 
-#: Circles still closed by a type-only import, each with why it is left (issue 38).
-KNOWN_CIRCLES = {
-    frozenset({"classroom.hub", "classroom.hub_docker"}):
-        "hub_docker's HubSettings hint; classroom/ is being put in rooms by concern now",
-}
+#: Circles still closed by a type-only import, each with why it is left (issue 38):
+#: none. A circle that must stay is named here with why; it is not expected.
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 
 
 def test_no_import_circle_between_modules():
@@ -195,9 +193,10 @@ NOT_WAITS = {
     "chapters.rebalance:stall_in_group": "drives the producer at its rate through the stall",
     "chapters.rebalance:_loop": "a group member's consume loop (its stall is the fault)",
     "chapters.recipes:read_partition": "reads records until the high watermark",
-    "classroom.hub:sweep": "SIGKILLs the student's processes every round until none is left",
-    "classroom.hub:main": "serves until the hub ends or Ctrl-C: no deadline, nothing awaited",
-    "classroom.hub_client:execute": "receives the kernel's messages until reply and idle",
+    "classroom.hub.users:sweep": "SIGKILLs the student's processes every round until none is left",
+    "classroom.hub.__main__:main": "serves until the hub ends or Ctrl-C: no deadline, "
+                                   "nothing awaited",
+    "classroom.hub.client:execute": "receives the kernel's messages until reply and idle",
     "cluster.ready:read_back": "reads records until the token (one probe of a ready step)",
     "notebook.progress:_tick": "a ticker that shows the seconds elapsed until stopped",
     "readers:read_back": "reads records until every partition's end",
@@ -205,11 +204,6 @@ NOT_WAITS = {
     "services.instance:loop": "a service's work loop, until it is stopped",
     "spark.sinks:_committed_batch": "reads records until the high watermark",
     "workload:run": "the pipeline's consume-process-produce loop",
-    # Waits, in files another change of issue 38 (classroom/ in rooms) is rewriting now;
-    # they move to waiting.wait_until with it.
-    "classroom.hub:start": "a wait for JupyterHub's API, to move with classroom/'s rooms",
-    "classroom.hub_limits:remove": "a wait for a cgroup's rmdir, to move with classroom/'s "
-                                   "rooms",
 }
 WAIT_CALLS = {"time.sleep", "time.monotonic", "sleep", "monotonic"}
 

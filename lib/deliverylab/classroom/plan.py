@@ -16,7 +16,7 @@ pages of all: the limit is set from the peak **RSS** of one stack, with headroom
 
 Chapter 02 is measured here from its stacks up; the other chapters are measured whole,
 through a real JupyterHub, by ``bench/hub_course.py --save`` (``chapters-<profile>.json``,
-:mod:`.hub_course`). The memory limit covers the heaviest chapter measured and a seat
+:mod:`.hub.course`). The memory limit covers the heaviest chapter measured and a seat
 holds the heaviest chapter's run, whichever chapter a student is in (issue 31).
 """
 
@@ -34,7 +34,8 @@ from typing import Any
 
 from ..errors import LabError, bad_value
 from ..runtime.profile import PROFILES
-from . import hub_course, stacks
+from . import stacks
+from .hub.course import parse_peaks, peaks_path
 from .measure import GB, measure_class, measure_stack
 
 
@@ -164,9 +165,9 @@ def default_mem_limit_gb(folder: Path = PLAN_FOLDER, profile: str = "light") -> 
     ``folder``'s ``chapters-<profile>.json``, or :data:`HUB_PEAK_RSS_GB` -- times
     :data:`LIMIT_HEADROOM`, to 0.25 GB, as :func:`fit` sizes it."""
     peak = HUB_PEAK_RSS_GB * GB
-    path = hub_course.peaks_path(folder, profile)
+    path = peaks_path(folder, profile)
     if path.exists():
-        rows = hub_course.parse_peaks(path.read_text(), str(path))
+        rows = parse_peaks(path.read_text(), str(path))
         peak = max([peak, *(r["peak_rss"] for r in rows if r["peak_rss"])])
     return _round_up(peak * LIMIT_HEADROOM / GB, 0.25)
 
@@ -204,7 +205,7 @@ def load(folder: Path) -> dict[str, Any]:
         except OSError as exc:
             raise LabError(f"{path}: cannot be read ({exc})") from exc
         if path.name.startswith("chapters-"):
-            got["chapters"][path.stem.removeprefix("chapters-")] = hub_course.parse_peaks(
+            got["chapters"][path.stem.removeprefix("chapters-")] = parse_peaks(
                 text, str(path))
             continue
         try:

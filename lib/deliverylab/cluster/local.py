@@ -286,7 +286,7 @@ def storage_cache() -> Path:
     root = jars.cache_dir() / "storage"
     if not os.access(root if root.exists() else root.parent, os.W_OK):
         # A classroom's shared cache is read only for students: each formats into
-        # their own (the hub's students each have a home; see classroom/hub.py).
+        # their own (the hub's students each have a home; see classroom/hub/).
         root = Path.home() / ".cache" / "deliverylab-storage"
     if root not in _pruned:
         _pruned.add(root)

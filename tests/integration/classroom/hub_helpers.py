@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from deliverylab.classroom.hub_client import Student
+from deliverylab.classroom.hub.client import Student
 from deliverylab.errors import LabError
 
 CHAPTER = "00_tour"

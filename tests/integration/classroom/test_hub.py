@@ -33,10 +33,10 @@ from tests.integration.classroom.hub_helpers import (
 )
 
 from deliverylab.classroom import course
-from deliverylab.classroom.hub import processes_of
-from deliverylab.classroom.hub_client import Kernel, Student
-from deliverylab.classroom.hub_limits import Limits
-from deliverylab.classroom.hub_network import ClassNetwork
+from deliverylab.classroom.hub.client import Kernel, Student
+from deliverylab.classroom.hub.limits import Limits
+from deliverylab.classroom.hub.network import ClassNetwork
+from deliverylab.classroom.hub.users import processes_of
 from deliverylab.errors import LabError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,

@@ -25,8 +25,9 @@ import psutil
 import pytest
 from tests.integration.classroom.hub_helpers import CHAPTER, NOTEBOOK, claim_held, parallel
 
-from deliverylab.classroom import course, hub_docker
-from deliverylab.classroom.hub_client import Kernel, Student
+from deliverylab.classroom import course
+from deliverylab.classroom.hub import docker as class_docker
+from deliverylab.classroom.hub.client import Kernel, Student
 from deliverylab.cluster.ready import wait_until
 
 # 2400 s: the first test of a session to ask for the lab image builds it (a cold CI run:
@@ -101,8 +102,8 @@ def test_two_students_in_containers(start_hub, lab_image: str):
     print(f"2 containers' servers ready {time.monotonic() - t0:.1f} s after the logins began")
 
     # --- each container as the engine runs it ---------------------------------------
-    info = {n: hub_docker.inspect(s.unix_name(n)) for n in students}
-    assert sorted(hub_docker.containers(s)) == sorted(s.unix_name(n) for n in students)
+    info = {n: class_docker.inspect(s.unix_name(n)) for n in students}
+    assert sorted(class_docker.containers(s)) == sorted(s.unix_name(n) for n in students)
     for name, got in info.items():
         host = got["HostConfig"]
         assert host["Memory"] == host["MemorySwap"] == int(MEM_LIMIT_GB * 2**30), name
@@ -110,7 +111,7 @@ def test_two_students_in_containers(start_hub, lab_image: str):
         assert host["PidMode"] == "" and host["NetworkMode"] == s.network, name
         assert got["Config"]["Image"] == lab_image
         mounts = [(m["Source"], m["Destination"]) for m in got["Mounts"]]
-        assert mounts == [(str(s.home(name) / "labs"), hub_docker.COURSE_IN_IMAGE)], mounts
+        assert mounts == [(str(s.home(name) / "labs"), class_docker.COURSE_IN_IMAGE)], mounts
         assert "docker.sock" not in json.dumps(got), f"{name}'s container has the socket"
     ip = {n: got["NetworkSettings"]["Networks"][s.network]["IPAddress"]
           for n, got in info.items()}
@@ -133,7 +134,7 @@ def test_two_students_in_containers(start_hub, lab_image: str):
         said = json.dumps([cell.outputs for cell in ran[name]], ensure_ascii=False)
         assert "no Docker engine answers → local JVM processes" in said, \
             f"{name}'s chapter did not say why it runs local brokers"
-    peaks = {n: hub_docker.peak_memory(got["Id"]) for n, got in info.items()}
+    peaks = {n: class_docker.peak_memory(got["Id"]) for n, got in info.items()}
     print("peak memory per container (MiB):", {n: p and p // 2**20 for n, p in peaks.items()})
 
     # --- isolation: processes, files, network -----------------------------------------
@@ -143,7 +144,7 @@ def test_two_students_in_containers(start_hub, lab_image: str):
     for name, k in kernels.items():
         other = next(o for o in students if o != name)
         k.execute(PROBE)
-        assert k.value("__import__('os').getuid()") == hub_docker.LAB_UID
+        assert k.value("__import__('os').getuid()") == class_docker.LAB_UID
         assert k.value("_users_seen()") == [name], f"{name} sees another's processes"
         assert k.value(f"__import__('os').path.exists({str(s.home(other))!r})") is False
         assert s.unix_name(other) not in k.value("open('/proc/self/mountinfo').read()")
@@ -164,7 +165,7 @@ def test_two_students_in_containers(start_hub, lab_image: str):
     t2 = time.monotonic()
     students["ben"].stop_server()
     print(f"ben's server stopped and its container gone in {time.monotonic() - t2:.1f} s")
-    assert hub_docker.containers(s) == [s.unix_name("ann")]
+    assert class_docker.containers(s) == [s.unix_name("ann")]
     wait_until("every process of ben's container to end",
                lambda: not any(psutil.pid_exists(p) and psutil.Process(p).name() == c
                                for p, c in ben_procs.items()), 30)
@@ -174,7 +175,7 @@ def test_two_students_in_containers(start_hub, lab_image: str):
     # --- the hub's shutdown stops ann's server; nothing of the class is left -----------
     hub.stop()
     assert hub.swept == [s.network], f"the hub's shutdown left {hub.swept}"
-    assert hub_docker.containers(s) == [] and hub_docker.networks(s) == []
+    assert class_docker.containers(s) == [] and class_docker.networks(s) == []
     everything = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"],
                                 capture_output=True, text=True, timeout=30).stdout.split()
     assert not [c for c in everything if c.startswith(s.prefix)], everything

@@ -1,4 +1,4 @@
-"""Per-student network namespaces (``hub_network``), without a hub: student A's
+"""Per-student network namespaces (``classroom/hub/network.py``), without a hub: student A's
 listeners -- on A's ``127.0.0.1`` as brokers bind, and on A's own address as the server
 does -- are reached by no process of student B, whatever address or port B tries, while
 the host (the hub's proxy) reaches A's server address and both reach the hub's."""
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from deliverylab.classroom import hub_network
-from deliverylab.classroom.hub_network import ClassNetwork
+from deliverylab.classroom.hub import network as netns
+from deliverylab.classroom.hub.network import ClassNetwork
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
 
@@ -50,7 +50,7 @@ def network() -> Iterator[ClassNetwork]:
     net.open()
     try:
         for name in net.students:
-            hub_network.create(net.student(name), net.hub_address)
+            netns.create(net.student(name), net.hub_address)
         yield net
     finally:
         net.close()
@@ -96,7 +96,7 @@ def test_a_student_reaches_none_of_anothers_ports_the_hosts_proxy_reaches_the_se
 def test_closing_the_class_network_leaves_no_namespace_link_address_or_rule():
     net = ClassNetwork(f"dlnt{secrets.token_hex(2)}-", ["cat"])
     net.open()
-    hub_network.create(net.student("cat"), net.hub_address)
+    netns.create(net.student("cat"), net.hub_address)
     assert net.student("cat").exists()
     net.close()
     assert not net.student("cat").exists()

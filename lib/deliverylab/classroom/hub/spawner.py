@@ -1,9 +1,9 @@
 """The hub's side of ``make classroom``: its configuration, the workshop authenticator and
 the spawners: each student's server as that student's Unix user (``local``), or in a
-container of the lab image (``docker``; the engine's side is :mod:`.hub_docker`).
+container of the lab image (``docker``; the engine's side is :mod:`.docker`).
 
 Loaded by JupyterHub itself (``jupyterhub -f <state>/jupyterhub_config.py``, written by
-:class:`.hub.HubSettings`), so this module is the only one that imports ``jupyterhub``
+:class:`.settings.HubSettings`), so this module is the only one that imports ``jupyterhub``
 (the ``classroom`` extra: a student's laptop install does not need it).
 """
 
@@ -21,10 +21,12 @@ from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Dict, HasTraits, Unicode, default
 
-from ..errors import LabError
-from . import hub_docker, hub_network
-from .hub import HubSettings, ensure_student, sweep
-from .hub_limits import Limits, why_not
+from ...errors import LabError
+from . import docker as class_docker
+from . import network as netns
+from .limits import Limits, why_not
+from .settings import HubSettings
+from .users import ensure_student, sweep
 
 #: What the idle culler may do (its README's list): see users' activity, stop servers.
 CULLER_SCOPES = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
@@ -67,7 +69,7 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
     the server runs with the student's uid, the class cache, the venv and a private
     ``TMPDIR``. :meth:`stop` -- called for a stop, a cull, a server that died, and the
     hub's own shutdown -- stops the server as JupyterHub does, then SIGKILLs every
-    process left with the student's uid (:func:`.hub.sweep`): kernels and their reapers
+    process left with the student's uid (:func:`.users.sweep`): kernels and their reapers
     run in sessions of their own, so the server's process group is not enough.
     """
 
@@ -89,12 +91,12 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         mem = None if s.mem_limit_gb is None else int(s.mem_limit_gb * 2**30)
         return Limits(s.unix_name(self.user.name), mem, s.cpu_limit)
 
-    def network(self) -> hub_network.StudentNetwork | None:
+    def network(self) -> netns.StudentNetwork | None:
         """The student's own network namespace (``network = isolated``), else None."""
         s = self.classroom
         if s.student_network != "isolated":
             return None
-        return hub_network.ClassNetwork(s.prefix, s.students).student(self.user.name)
+        return netns.ClassNetwork(s.prefix, s.students).student(self.user.name)
 
     def make_preexec_fn(self, name: str) -> Any:
         become = set_user_setuid(self.classroom.unix_name(name))
@@ -131,7 +133,7 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
         await asyncio.to_thread(ensure_student, s, self.user.name)
         self.cmd = [str(Path(s.venv_bin) / "python"), "-m", "jupyterhub.singleuser"]
         if (net := self.network()) is not None:
-            await asyncio.to_thread(hub_network.create, net, s.hub_ip)
+            await asyncio.to_thread(netns.create, net, s.hub_ip)
             self.ip = net.address  # the server listens there, for the hub's proxy
         return await super().start()
 
@@ -149,13 +151,13 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
             self.log.info("%s's peak memory in its cgroup: %s MiB", self.user.name,
                           None if peak is None else peak // 2**20)
         if (net := self.network()) is not None:
-            await asyncio.to_thread(hub_network.remove, net)
+            await asyncio.to_thread(netns.remove, net)
         self.log.info("Swept every process of %s (uid %d)", self.user.name, uid)
 
 
 class ClassDockerSpawner(ClassroomSettings, DockerSpawner):
     """DockerSpawner for the class: the container is named ``<prefix><name>`` and
-    labelled with the class (:func:`.hub_docker.remove_class` finds it), mounts the
+    labelled with the class (:func:`.docker.remove_class` finds it), mounts the
     student's ``<home>/labs`` and nothing else (no engine socket), and is removed when
     the server stops (``remove``), which ends every process the student started."""
 
@@ -165,21 +167,21 @@ class ClassDockerSpawner(ClassroomSettings, DockerSpawner):
 
     async def start(self) -> Any:
         s = self.classroom
-        home = await asyncio.to_thread(hub_docker.ensure_home, s, self.user.name)
-        self.volumes = {str(home / "labs"): {"bind": hub_docker.COURSE_IN_IMAGE,
+        home = await asyncio.to_thread(class_docker.ensure_home, s, self.user.name)
+        self.volumes = {str(home / "labs"): {"bind": class_docker.COURSE_IN_IMAGE,
                                               "mode": "rw"}}
         return await super().start()
 
     async def stop(self, now: bool = False) -> None:
         if self.object_id:
-            peak = hub_docker.peak_memory(self.object_id)
+            peak = class_docker.peak_memory(self.object_id)
             self.log.info("%s's peak memory in its container: %s MiB", self.user.name,
                           None if peak is None else peak // 2**20)
         await super().stop(now=now)
 
 
 def configure_docker(c: Any, s: HubSettings, settings_path: str) -> None:
-    """A container per student on the class network; see :mod:`.hub_docker`."""
+    """A container per student on the class network; see :mod:`.docker`."""
     c.JupyterHub.hub_connect_ip = s.hub_ip  # the network's gateway (the hub listens there)
     c.JupyterHub.spawner_class = ClassDockerSpawner
     c.ClassDockerSpawner.settings_path = str(settings_path)
@@ -192,7 +194,7 @@ def configure_docker(c: Any, s: HubSettings, settings_path: str) -> None:
     # Removed by the spawner's stop, not by the engine once the container exits (what
     # `remove` asks by default): when stop returns, the container is gone.
     host_config: dict[str, Any] = {"auto_remove": False}
-    c.DockerSpawner.extra_create_kwargs = {"labels": {hub_docker.LABEL: s.prefix}}
+    c.DockerSpawner.extra_create_kwargs = {"labels": {class_docker.LABEL: s.prefix}}
     if s.mem_limit_gb is not None:
         mem = int(s.mem_limit_gb * 2**30)
         c.DockerSpawner.mem_limit = mem

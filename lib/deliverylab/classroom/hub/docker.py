@@ -1,5 +1,5 @@
 """``make classroom SPAWNER=docker``: the engine's side of a class whose students each get
-a container of the lab image (DockerSpawner, configured in :mod:`.hub_spawner`).
+a container of the lab image (DockerSpawner, configured in :mod:`.spawner`).
 
 Why containers: the student's server, kernels, brokers and Spark driver all live in one
 container with its own PID, mount and network namespaces and a memory and CPU limit
@@ -18,7 +18,8 @@ What this module does, with the ``docker`` command (no ``jupyterhub`` import her
 * each student's folder: ``<home>/labs`` on the host (the course, copied once) is the
   container's ``/home/lab/course/labs``: work and results outlive the container (which
   is removed when the server stops), and the instructor's view reads them as on the
-  local path (:mod:`.hub`'s contract). Owned by the image's user (uid 1000), mode 0700;
+  local path (the contract in :mod:`deliverylab.classroom.hub`). Owned by the image's
+  user (uid 1000), mode 0700;
 * the sweep after a hub: every container and the network labelled with the class.
 """
 
@@ -32,12 +33,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cluster import docker as dk
-from ..errors import LabError
-from ..waiting import wait_until
+from ...cluster import docker as dk
+from ...errors import LabError
+from ...waiting import wait_until
 
 if TYPE_CHECKING:
-    from .hub import HubSettings
+    from .settings import HubSettings
 
 #: On every container and network of a class, valued with the class's prefix.
 LABEL = "deliverylab.classroom"

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from deliverylab.classroom.hub_client import Student
+from deliverylab.classroom.hub.client import Student
 from deliverylab.errors import LabError
 
 FILES = {"labs/results/00_tour.json": '{"chapter": "00_tour", "pass": true}'}

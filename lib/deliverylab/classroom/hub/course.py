@@ -3,13 +3,13 @@ parts of ``bench/hub_course.py`` that judge, measure and tabulate, kept apart fr
 hub so that they are tested on hand-written inputs.
 
 The benchmark runs chapters in a kernel of each student's server, as the three-student
-test does (:mod:`.hub_client`), with the parameters the chapter test passes
+test does (:mod:`.client`), with the parameters the chapter test passes
 (:func:`chapter_parameters`). Per student per chapter it keeps: the verdict read from
 the results file the chapter wrote (:func:`chapter_run`, the same rule as ``make
 course``), the wall time, the student's cgroup peak (``memory.max_usage_in_bytes``,
 reset before each chapter: page cache included, and a shared page charged to the
 student who touched it first) and the peak PSS and RSS summed over every process of the
-student's uid, sampled (``measure.total_memory`` of ``hub.processes_of``;
+student's uid, sampled (``measure.total_memory`` of ``users.processes_of``;
 :func:`window_peak`): PSS counts a page
 shared by k processes 1/k in each, which is what ``make classroom-plan``'s figures are.
 ``--save`` keeps each chapter's largest per-student peaks (:func:`chapter_peaks`) in a
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError, bad_value
-from . import course, stacks
-from .measure import Memory, Sample
+from ...errors import LabError, bad_value
+from .. import course, stacks
+from ..measure import Memory, Sample
 
 MIB = 2**20
 

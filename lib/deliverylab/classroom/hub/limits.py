@@ -29,11 +29,11 @@ refuses to start a class there unless told to run without caps (:mod:`.hub`).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import LabError
+from ...errors import LabError
+from ...waiting import Deadline, wait_until
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GROUP = "deliverylab"
@@ -182,19 +182,20 @@ class Limits:
         return True
 
     def remove(self, timeout: float = 10.0) -> None:
-        """Remove the cgroups (empty once the student's processes are swept)."""
-        deadline = time.monotonic() + timeout
+        """Remove the cgroups (empty once the student's processes are swept): the kernel
+        refuses (EBUSY) while a process it is still reaping sits in one."""
+        deadline = Deadline(timeout)  # one timeout for every folder
         for d in self.dirs:
-            while d.exists():
+            def gone(d: Path = d) -> bool:
                 try:
                     d.rmdir()
                 except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    if time.monotonic() > deadline:
-                        raise LabError(f"cgroup {d} could not be removed: {exc} "
-                                       f"(pids still in it: {self.pids()})") from exc
-                    time.sleep(0.1)
+                    pass
+                return not d.exists()
+
+            wait_until(f"cgroup {d} to be removed", gone, deadline, interval=0.1,
+                       retry=(OSError,),
+                       explain=lambda: f" (pids still in it: {self.pids()})")
 
 
 def delegate(folder: Path, controllers: list[str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import hub_course as hc
+from deliverylab.classroom.hub import course as hc
 from deliverylab.classroom.measure import Memory, Sample
 from deliverylab.errors import LabError
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import LabError
+from ...errors import LabError
 
 NETNS_DIR = Path("/var/run/netns")
 CLONE_NEWNET = 0x40000000

@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import LabError
+from ...errors import LabError
 
-ROOT = Path(__file__).resolve().parents[3]
-LIB = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
+LIB = Path(__file__).resolve().parents[3]
 #: configurable-http-proxy, installed by ``make classroom`` (npm) into build/.
 CHP = ROOT / "build" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
 CHP_VERSION = "5.3.0"
@@ -34,7 +34,7 @@ def prepare_cache(cache: Path = CLASS_CACHE) -> Path:
     """The class's jars cache at ``cache``: jars hard-linked (or copied) from the lab's
     own cache, checked and completed by the installer, the class-data archives recorded
     at this path, everything root-owned and world-readable, nothing world-writable."""
-    from ..runtime import jars
+    from ...runtime import jars
 
     own = jars.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)

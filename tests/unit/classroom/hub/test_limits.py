@@ -5,13 +5,17 @@ hub's refusal to start a class it cannot cap."""
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import hub, hub_limits
-from deliverylab.classroom.hub_limits import GROUP, V1, V2, Limits
-from deliverylab.errors import LabError
+from deliverylab.classroom.hub import hub
+from deliverylab.classroom.hub import limits as caps
+from deliverylab.classroom.hub.limits import GROUP, V1, V2, Limits
+from deliverylab.classroom.hub.settings import HubSettings
+from deliverylab.errors import LabError, TimedOut
 
 
 def unified(tmp_path: Path, controllers: str = "cpuset cpu io memory hugetlb pids rdma",
@@ -32,14 +36,14 @@ def unified(tmp_path: Path, controllers: str = "cpuset cpu io memory hugetlb pid
 
 
 def test_a_unified_host_is_seen_as_v2_and_a_v1_one_as_v1(tmp_path: Path):
-    assert hub_limits.hierarchy(unified(tmp_path)) == V2
+    assert caps.hierarchy(unified(tmp_path)) == V2
     v1 = tmp_path / "v1"
     for c in ("memory", "cpu"):
         (v1 / c).mkdir(parents=True)
         (v1 / c / "cgroup.procs").write_text("")
     (v1 / "unified").mkdir()  # a hybrid host: v1's controllers win
-    assert hub_limits.hierarchy(v1) == V1
-    assert hub_limits.hierarchy(tmp_path / "none") is None
+    assert caps.hierarchy(v1) == V1
+    assert caps.hierarchy(tmp_path / "none") is None
 
 
 def test_v2_delegates_memory_and_cpu_down_to_the_student_and_writes_the_caps(
@@ -97,22 +101,40 @@ def test_removing_a_v2_student_removes_their_folder(tmp_path: Path):
     limits.create()
     for f in (root / GROUP / "cat").iterdir():  # the kernel's files vanish with rmdir
         f.unlink()
-    hub_limits.remove_all("cat", root=root)
+    caps.remove_all("cat", root=root)
     assert not (root / GROUP / "cat").exists()
 
 
 def test_why_not_says_what_is_missing(tmp_path: Path):
-    assert hub_limits.why_not(unified(tmp_path)) is None
-    assert "no cgroup memory and cpu controllers" in hub_limits.why_not(tmp_path / "x")
+    assert caps.why_not(unified(tmp_path)) is None
+    assert "no cgroup memory and cpu controllers" in caps.why_not(tmp_path / "x")
     only_cpu = tmp_path / "cpu-only"
     only_cpu.mkdir()
     (only_cpu / "cgroup.controllers").write_text("cpu pids\n")
-    assert "no cgroup memory" in hub_limits.why_not(only_cpu)
+    assert "no cgroup memory" in caps.why_not(only_cpu)
 
 
-def settings(tmp_path: Path, **kw) -> hub.HubSettings:
-    return hub.HubSettings(**{"students": ["ann"], "password": "workshop-pw",
-                              "state": str(tmp_path / "state"), **kw})
+def test_a_cgroup_that_stays_busy_times_out_naming_it_and_its_pids(tmp_path: Path):
+    # On the fake tree the folder keeps files, so rmdir fails as a busy cgroup's does.
+    root = unified(tmp_path, swap=False)
+    limits = Limits("dan", 2**30, None, root=root)
+    limits.create()
+    mine = root / GROUP / "dan"
+    (mine / "cgroup.procs").write_text("4242\n")
+    with pytest.raises(TimedOut) as err:
+        limits.remove(timeout=0.3)
+    assert err.value.what == f"cgroup {mine} to be removed"
+    assert str(err.value).endswith("(pids still in it: {4242})")
+    assert "Directory not empty" in str(err.value) and mine.exists()
+    for f in mine.iterdir():  # the last process reaped: the kernel's files go with rmdir
+        f.unlink()
+    limits.remove(timeout=0.3)
+    assert not mine.exists()
+
+
+def settings(tmp_path: Path, **kw) -> HubSettings:
+    return HubSettings(**{"students": ["ann"], "password": "workshop-pw",
+                          "state": str(tmp_path / "state"), **kw})
 
 
 def test_caps_are_on_by_default_sized_by_the_plan(tmp_path: Path):
@@ -126,12 +148,45 @@ def test_caps_are_on_by_default_sized_by_the_plan(tmp_path: Path):
 
 def test_a_host_that_cannot_cap_refuses_the_class_in_one_line_unless_allowed(
         tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(hub_limits, "why_not", lambda root=None: "no cgroup here")
+    monkeypatch.setattr(caps, "why_not", lambda root=None: "no cgroup here")
     with pytest.raises(LabError) as err:
         hub.check_caps(settings(tmp_path))
     assert str(err.value) == ("this host cannot cap each student's memory: no cgroup here; "
                               "refusing to start the class (--allow-uncapped, make "
                               "classroom ALLOW_UNCAPPED=1: run it without caps)")
     assert hub.check_caps(settings(tmp_path, allow_uncapped=True)) == "no cgroup here"
-    monkeypatch.setattr(hub_limits, "why_not", lambda root=None: None)
+    monkeypatch.setattr(caps, "why_not", lambda root=None: None)
     assert hub.check_caps(settings(tmp_path)) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not __import__(
+    "deliverylab.classroom.hub.limits", fromlist=["Limits"]).Limits.available(),
+    reason="needs root and a writable cgroup v1 memory/cpu hierarchy")
+def test_a_students_cgroup_caps_memory_and_cpu_and_holds_its_children():
+    limits = Limits(f"dlunit-{os.getpid()}", 256 * 2**20, 0.5)
+    limits.create()
+    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 300 & exec sleep 300"],
+                            preexec_fn=limits.join_fn(), start_new_session=True)
+    try:
+        mem = limits.root / "memory" / GROUP / limits.name
+        assert int((mem / "memory.limit_in_bytes").read_text()) == 256 * 2**20
+        cpu = limits.root / "cpu" / GROUP / limits.name
+        assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50_000
+        deadline = time.monotonic() + 10
+        while len(limits.pids()) < 2:  # the shell's background child is inside too
+            assert time.monotonic() < deadline, f"pids in the cgroup: {limits.pids()}"
+            time.sleep(0.05)
+        assert proc.pid in limits.pids() and limits.peak_bytes() > 0
+    finally:
+        for pid in limits.pids():
+            os.kill(pid, 9)
+        proc.wait(5)
+        limits.remove()
+    assert not any(d.exists() for d in limits.dirs)
+
+
+def test_limits_refuse_nonsense():
+    with pytest.raises(LabError, match="below 64 MiB"):
+        Limits("x", 1000, None)
+    with pytest.raises(LabError, match="cpu_limit=0"):
+        Limits("x", None, 0)

@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..errors import LabError, bad_value
+from ...errors import LabError, bad_value
 
 #: What a generated password is made of: lower-case letters and digits a reader cannot
 #: confuse on paper.

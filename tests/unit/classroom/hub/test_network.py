@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import hub
-from deliverylab.classroom.hub_network import ClassNetwork
+from deliverylab.classroom.hub.network import ClassNetwork
+from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.errors import LabError
 
 
@@ -31,7 +31,7 @@ def test_each_student_gets_a_slash_30_of_the_classs_net_and_a_short_interface():
 
 def test_a_bad_network_setting_is_refused_in_one_line(tmp_path: Path):
     with pytest.raises(LabError, match="network='open' is not accepted.*isolated, shared"):
-        hub.HubSettings(students=["ann"], password="workshop-pw", state=str(tmp_path),
-                        student_network="open")
-    assert hub.HubSettings(students=["ann"], password="workshop-pw",
-                           state=str(tmp_path)).student_network == "isolated"
+        HubSettings(students=["ann"], password="workshop-pw", state=str(tmp_path),
+                    student_network="open")
+    assert HubSettings(students=["ann"], password="workshop-pw",
+                       state=str(tmp_path)).student_network == "isolated"

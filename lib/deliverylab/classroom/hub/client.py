@@ -21,8 +21,8 @@ from typing import Any
 
 import requests
 
-from ..errors import LabError
-from ..waiting import wait_until
+from ...errors import LabError
+from ...waiting import wait_until
 
 
 def body(rsp: requests.Response) -> Any:
