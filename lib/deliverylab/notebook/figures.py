@@ -327,7 +327,7 @@ def stale_end_txn(save: Save = None) -> Figure:
         ["producer", "fault proxy", "coordinator", "partition"],
         [("msg", "producer", "partition", "txn 1: write shop:0"),
          ("msg", "producer", "fault proxy", "EndTxn(commit), txn 1: held", "stale"),
-         ("note", "producer", "no answer in socket.timeout.ms\n(3 s, the lab's): retry",
+         ("note", "producer", "no answer in socket.timeout.ms (3 s, the lab's): retry",
           COLORS["info"]),
          ("msg", "producer", "coordinator", "EndTxn(commit) on a new connection", "retry"),
          ("msg", "coordinator", "partition", "COMMIT marker: txn 1", "ok"),
