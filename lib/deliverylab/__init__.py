@@ -59,6 +59,7 @@ _MODULES: dict[str, str] = {
 _SUBMODULES: dict[str, str] = {
     "matrix": "matrix",
     "plots": "notebook.plots",
+    "figures": "notebook.figures",
     "params": "notebook.params",
     "questions": "notebook.questions",
     "streaming_scene": "chapters.spark_pipeline",
