@@ -37,16 +37,6 @@ from ..waiting import wait_until
 if TYPE_CHECKING:
     from ..cluster import Cluster
 
-#: A follower's fetch can wait this long in the leader's purgatory
-#: (``replica.fetch.wait.max.ms``, default 500 ms); see :func:`acked_then_lost`.
-FETCH_WAIT_S = 0.5
-
-
-def _fetch_wait_s(cluster: Cluster) -> float:
-    """The cluster's ``replica.fetch.wait.max.ms`` in seconds (brokers' default 0.5 s)."""
-    raw = getattr(cluster, "overrides", {}).get("replica.fetch.wait.max.ms")
-    return int(raw) / 1000 if raw is not None else FETCH_WAIT_S
-
 
 class RecipeFailed(LabError):
     """A recipe could not set up its fault (the message says which step and why)."""
@@ -388,7 +378,8 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
        drops a follower after ``replica.lag.time.max.ms`` (30 s), and the controller
        only fences a broker after ``broker.session.timeout.ms`` (3 s) -- and with two
        of the three KRaft voters paused it cannot commit a fencing at all.
-    3. Wait a little over ``replica.fetch.wait.max.ms``: a follower's fetch request sent
+    3. (The Nemesis' ``pause_followers`` does it.) Wait a little over
+       ``replica.fetch.wait.max.ms``: a follower's fetch request sent
        just before the pause may be parked in the leader's purgatory, and would carry
        the new value into the paused follower's socket buffer, to be read on resume.
        After the wait no fetch is parked, so nothing can carry the value out.
@@ -431,8 +422,7 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
     nemesis = Nemesis(cluster, history)
     try:
         try:
-            nemesis.pause_followers(topic, 0)  # the lesson, see above
-            time.sleep(2 * _fetch_wait_s(cluster))
+            nemesis.pause_followers(topic, 0)  # the lesson, see above (drains parked fetches)
             phases.mark("followers paused, parked fetches drained")
             victim = _Send(producer, topic, values.encode(producer_id, 1), key)
             if acks_text == "1":
