@@ -95,6 +95,18 @@ def validate(name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]
     return args
 
 
+#: A follower's fetch can wait this long in the leader's purgatory
+#: (``replica.fetch.wait.max.ms``, Kafka's default 500 ms): see
+#: :meth:`Nemesis.pause_followers`.
+FETCH_WAIT_S = 0.5
+
+
+def fetch_wait_s(cluster: Any) -> float:
+    """The cluster's ``replica.fetch.wait.max.ms`` in seconds (brokers' default 0.5 s)."""
+    raw = getattr(cluster, "overrides", {}).get("replica.fetch.wait.max.ms")
+    return int(raw) / 1000 if raw is not None else FETCH_WAIT_S
+
+
 class Nemesis:
     """The registry's cluster faults over one cluster, each a ``fault`` op in the History.
 
@@ -278,8 +290,16 @@ class Nemesis:
             with warnings_to_log(QuorumWarning, __name__) as quorum:
                 for node in followers:
                     self.cluster.pause(node, allow_quorum_loss=True)
-            # The window of writes only the leader has opens once the last follower has
-            # stopped (``t`` is when the fault began, before the metadata round trip).
+            # A follower's fetch sent just before its pause may be parked in the leader's
+            # purgatory for up to replica.fetch.wait.max.ms: the first write after the
+            # pause would answer it, land in the paused follower's socket buffer and be
+            # copied on resume -- not a write only the leader has (a cold CI run lost
+            # chapter 01's claim so: the writes after the pause came in one burst, in
+            # that one answer). Twice that bound and no fetch is parked; the fault's op
+            # is recorded after it, so a producer waiting for the op writes only then.
+            time.sleep(2 * fetch_wait_s(self.cluster))
+            # The window of writes only the leader has opens now (``t`` is when the
+            # fault began, before the metadata round trip and the pauses).
             self._isolated[(topic, partition)] = (leader, self.now(), followers)
             return self._record(
                 "pause_followers", {"topic": topic, "partition": partition}, t,
