@@ -8,7 +8,7 @@ A student writes it because "flush before commit" is the lesson, and a flush tha
 returns normally looks like success.
 """
 
-EXPECTED_FAILURE = "partition_client x nothing_lost"  # guess: the fault's name
+EXPECTED_FAILURE = "hold_request x nothing_lost"  # 02's live fault: a write that fails for good
 
 CONSUMER_SETTINGS = {"enable.auto.commit": False}
 

@@ -8,7 +8,7 @@ covers the failed records too: they are skipped for good. A student writes it be
 
 import sys
 
-EXPECTED_FAILURE = "partition_client x nothing_lost"  # guess: the fault's name
+EXPECTED_FAILURE = "hold_request x nothing_lost"  # 02's live fault: a write that fails for good
 
 CONSUMER_SETTINGS = {"enable.auto.commit": False}
 
