@@ -57,13 +57,14 @@ def crash_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict
 
 def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, str]:
     """Run one driver process to its end; returns (how it ended, error tail)."""
-    from ..process.children import child_env, python_module
+    from ..process.children import python_module
+    from ..spark.session import driver_env
 
     path = workdir / f"{spec['process']}.json"
     path.write_text(json.dumps(spec))
     log = workdir / f"{spec['process']}.log"
     proc = children.start(spec["process"], python_module("grade.spark_child", str(path)),
-                          log, env=child_env())
+                          log, env=driver_env(workdir / "tmp"))
     try:
         code = proc.wait(DRIVER_TIMEOUT)
     except subprocess.TimeoutExpired:

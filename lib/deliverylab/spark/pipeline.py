@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ..clients import bootstrap_of
 from ..errors import LabError, bad_value
 from ..history import History, Op
-from ..process.children import Children, child_env, python_module, tail
+from ..process.children import Children, python_module, tail
 from ..waiting import wait_until
 from . import sinks
 from .query import (
@@ -50,7 +50,7 @@ from .query import (
     batches,
     predicted_size,
 )
-from .session import session
+from .session import driver_env, session, temp_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -163,7 +163,8 @@ class SparkPipeline:
             file (``database``); a fresh name under ``workdir`` by default.
         history: where ops are recorded (poll per input record, send per output
             record with its batch, commit per ``commits/N``, faults).
-        workdir: checkpoint and state live here (a fresh temporary folder by default).
+        workdir: checkpoint and state live here (by default a fresh folder in this
+            process's Spark folder, :func:`~deliverylab.spark.session.temp_dir`).
         master: Spark master for the kernel's session and the child driver.
     """
 
@@ -176,8 +177,15 @@ class SparkPipeline:
         self.bootstrap = bootstrap_of(target, direct=True)
         self.source, self.sink, self.name = source, sink, name
         self.history = history if history is not None else History()
-        self.workdir = Path(workdir) if workdir else Path(
-            tempfile.mkdtemp(prefix=f"deliverylab-{name}-"))
+        if workdir:
+            self.workdir = Path(workdir)
+        else:
+            # Inside this process's Spark folder: removed when Python exits, or by the
+            # next session if it was killed (session.temp_dir); a folder of its own in
+            # the shared temporary directory outlived every scene that made one.
+            own = temp_dir()
+            own.mkdir(mode=0o700, exist_ok=True)
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=own))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.checkpoint = self.workdir / "checkpoint"
         self.state = self.workdir / "state"
@@ -275,7 +283,7 @@ class SparkPipeline:
         try:
             child = children.start(f"the child driver {spec.process}",
                                    python_module("spark.driver", spec.to_json()), log_path,
-                                   env=child_env())
+                                   env=driver_env(self.workdir / "tmp"))
             parked = spec.parked_path(spec.crash_at)
 
             def alive() -> None:

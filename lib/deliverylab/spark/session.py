@@ -246,6 +246,18 @@ def temp_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"deliverylab-spark-{os.getpid()}"
 
 
+def driver_env(home: Path) -> dict[str, str]:
+    """The environment of a child Spark driver whose temporary files live in ``home``.
+
+    A driver the lab SIGKILLs (``kill_driver``, the grader's crashes) runs no exit hook:
+    its Spark folder and JVM log stayed in the shared temporary directory until the
+    next session swept them. With ``TMPDIR`` inside a folder its owner removes (the
+    pipeline's work folder, the grade run's), nothing of it outlives the owner.
+    """
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return {**child_env(), "TMPDIR": str(home)}
+
+
 def _prune_stale() -> None:
     """Remove Spark folders and JVM logs of this user's Python processes that are gone
     (a SIGKILLed kernel runs no ``atexit``)."""

@@ -31,3 +31,16 @@ def test_crash_hook_raises_once_then_lets_the_replay_pass(tmp_path: Path):
 def test_pipeline_refuses_an_unknown_sink():
     with pytest.raises(BadValue, match="sink"):
         S.SparkPipeline("127.0.0.1:9092", "in", sink="console")
+
+
+def test_a_pipeline_s_own_folder_is_inside_this_process_s_spark_folder(monkeypatch, tmp_path):
+    """Checkpoint, state and a database sink's file go where the exit hook and the next
+    session's sweep remove them, not loose in the shared temporary directory."""
+    from deliverylab.spark import session as sess
+
+    monkeypatch.setattr(sess.tempfile, "gettempdir", lambda: str(tmp_path))
+    pipe = S.SparkPipeline("127.0.0.1:9092", "in", sink="database", name="spark-database")
+    own = tmp_path / f"deliverylab-spark-{sess.os.getpid()}"
+    assert pipe.workdir.parent == sess.temp_dir() == own
+    assert Path(pipe.output).parent == pipe.workdir
+    assert [p.name for p in tmp_path.iterdir()] == [sess.temp_dir().name]

@@ -95,3 +95,14 @@ def test_recording_writes_to_the_given_file_and_maps_none(cache):
     opts = session._driver_java_options(record=cache / "new.partial.jsa").split()
     assert f"-XX:ArchiveClassesAtExit={cache / 'new.partial.jsa'}" in opts
     assert not any(o.startswith("-XX:SharedArchiveFile") for o in opts)
+
+
+def test_a_child_driver_keeps_its_temporary_files_in_its_owner_s_folder(tmp_path):
+    """A SIGKILLed driver runs no exit hook: its Spark folder must be inside a folder its
+    owner removes, not loose in the shared temporary directory."""
+    from deliverylab.spark.session import driver_env
+
+    home = tmp_path / "work" / "tmp"
+    env = driver_env(home)
+    assert env["TMPDIR"] == str(home) and home.is_dir()
+    assert env["PYTHONPATH"]  # still the lab's child environment
