@@ -3,8 +3,9 @@
 ``python -m deliverylab.classroom.book --from results/course --out results/book``
 (``make book``) turns the notebooks a headless run executed (``make course``, or the chapter tests'
 ``test-artifacts/labs``) into a folder of HTML pages: a contents page with each
-chapter's claim and verdict, one page per chapter with its outputs and plots, a
-sidebar to move between chapters and sections, and a search over every section. No
+chapter's idea, link and verdict, one page per chapter with its outputs and plots and,
+at its end, the chapter's claim and verdict, a sidebar to move between chapters and
+sections, and a search over every section. No
 chapter is executed again. Beside the chapters, the guides of ``docs/`` (the
 instructors' guide, troubleshooting, measurements: :mod:`.book_guides`) are pages of
 the same book, in its sidebar, contents and search.
@@ -24,7 +25,9 @@ the History's last operations. What the book leaves out: cells tagged ``solution
 ``remove-output``, a self-check's output, a prediction's and its reveal's (a headless
 run's ``predict_`` parameter stood for the student; the banner leaves it out too), and
 a graded exercise's (a headless run grades the reference solution): the book shows the
-exercise's starter file instead.
+exercise's starter file instead. Nor does anything before a chapter's end state its
+outcome: the claim (which states it) and the run's counts and checks stand after the
+chapter's last cell, not on the contents page or at the top of the chapter's page.
 """
 
 from __future__ import annotations
@@ -41,10 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import bad_value
+from ..notebook.chapter import CHAPTER_CLAIMS
 from . import book_guides
 from .book_guides import Guide
 from .book_search import Section, outline, search_index, unique_heading_ids
-from .course import default_labs, observed_text, select
+from .course import default_labs, select
 
 #: Executed chapters in a course folder.
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
@@ -104,6 +108,12 @@ class Chapter:
     @property
     def page(self) -> str:
         return f"{self.name}.html"
+
+    @property
+    def idea(self) -> str:
+        """What the chapter asks, in words that give no outcome away (the contents page)."""
+        entry = CHAPTER_CLAIMS.get(self.name)
+        return entry.idea if entry else ""
 
     @property
     def verdict(self) -> str:
@@ -375,27 +385,48 @@ def run_parameters(nb: dict[str, Any]) -> list[str]:
 
 
 def _banner(ch: Chapter, params: list[str]) -> str:
-    """The claim and its verdict (the chapter's results file), and the parameters the
-    headless run was given."""
+    """The top of a chapter's page: the parameters the headless run was given, and
+    whether the run passed -- never the claim, which states the outcomes the chapter
+    asks the reader to predict (it stands at the end, :func:`_verdict`). A run that
+    failed says so here too, so that nobody reads a broken run as the lesson."""
     esc = html.escape
     ran = ("<div class='dl-book-params'>This run's parameters: <code>"
            + esc("; ".join(params)) + "</code></div>") if params else ""
     if not ch.results:
         return ("<div class='dl-book-banner dl-book-unknown'>This chapter's run wrote no "
                 f"results file: its claim was not checked.{ran}</div>")
+    if ch.results.get("pass") is not True:
+        return ("<div class='dl-book-banner dl-book-broken'><b>This run did NOT pass its "
+                "checks</b>: read it as a broken run, not as the lesson (the failed checks "
+                f"are at the end of the page).{ran}</div>")
+    return ("<div class='dl-book-banner dl-book-run'>The chapter's claim, and whether it "
+            f"held in this run, are at the end of the page.{ran}</div>")
+
+
+def _verdict(ch: Chapter) -> str:
+    """The end of a chapter's page: its claim and checks, as the run's results file
+    holds them, after everything that asks the reader to predict them."""
+    if not ch.results:
+        return ""
+    esc = html.escape
     ok = ch.results.get("pass") is True
+    checks = "".join(
+        f"<li class='{'dl-book-ok' if c.get('pass') else 'dl-book-notok'}'>"
+        f"{esc(str(c.get('what', '')))}</li>" for c in ch.results.get("checks", []))
     return (f"<div class='dl-book-banner {'dl-book-held' if ok else 'dl-book-broken'}'>"
             f"<b>{'The claim held in this run' if ok else 'The claim did NOT hold'}:</b> "
-            f"{esc(str(ch.results.get('claim', '')))}{ran}</div>")
+            f"{esc(str(ch.results.get('claim', '')))}"
+            + (f"<ul class='dl-book-checks'>{checks}</ul>" if checks else "") + "</div>")
 
 
 def _footer(chapters: list[Chapter], ch: Chapter) -> str:
+    """The chapter's verdict, then the links to the chapters before and after it."""
     i = chapters.index(ch)
     prev = (f"<a href='{chapters[i - 1].page}'>&larr; {html.escape(chapters[i - 1].title)}"
             "</a>" if i else "<a href='index.html'>&larr; Contents</a>")
     nxt = (f"<a href='{chapters[i + 1].page}'>{html.escape(chapters[i + 1].title)} &rarr;"
            "</a>" if i + 1 < len(chapters) else "<a href='index.html'>Contents &rarr;</a>")
-    return f"<div class='dl-book-pager'>{prev}{nxt}</div>"
+    return f"{_verdict(ch)}<div class='dl-book-pager'>{prev}{nxt}</div>"
 
 
 #: Where the sidebar goes in a rendered page: it lists the headings' ids, which only
@@ -419,22 +450,6 @@ def render_chapter(ch: Chapter, chapters: list[Chapter], labs: Path | None = Non
     return body.replace(_NAV_SLOT, _nav(chapters, ch, sections, guides), 1), sections
 
 
-#: Longest observed value the contents page shows in full (chapter 08's whole cost
-#: table is one observed value: it belongs to the chapter's page, not the contents).
-BRIEF_VALUE = 60
-
-
-def brief_observed(observed: dict[str, Any] | None) -> str:
-    """The run's counts in one line, each too long a value left to the chapter page."""
-    if not observed:
-        return "-"
-    shown = {k: v for k, v in observed.items()
-             if len(observed_text({k: v})) <= len(k) + 1 + BRIEF_VALUE}
-    left = len(observed) - len(shown)
-    return observed_text(shown) + (f" (+{left} longer value(s) on the chapter's page)"
-                                   if left else "")
-
-
 def render_guide(guide: Guide, chapters: list[Chapter],
                  guides: list[Guide]) -> tuple[str, list[Section]]:
     """A guide's page (:mod:`.book_guides`) with the book's sidebar, and its sections."""
@@ -444,25 +459,22 @@ def render_guide(guide: Guide, chapters: list[Chapter],
 
 
 def index_page(chapters: list[Chapter], guides: list[Guide] | None = None) -> str:
-    """The contents page: each chapter with its claim, verdict and the run's counts,
-    then the guides (the instructors' guide first) with their first lines."""
+    """The contents page: each chapter with its link, its idea and whether its run
+    passed, then the guides (the instructors' guide first) with their first lines.
+
+    Not a chapter's claim, checks or counts: they state the outcomes the chapter asks
+    its reader to predict, so they stand at the end of the chapter's own page."""
     esc = html.escape
     rows = []
     for ch in chapters:
-        res = ch.results or {}
-        checks = "".join(
-            f"<li class='{'dl-book-ok' if c.get('pass') else 'dl-book-notok'}'>"
-            f"{esc(str(c.get('what', '')))}</li>" for c in res.get("checks", []))
+        idea = f"<p class='dl-book-idea'>{esc(ch.idea)}</p>" if ch.idea else ""
         rows.append(
             f"<li class='dl-book-entry'><a class='dl-book-chapter-link' href='{esc(ch.page)}'>"
             f"{esc(ch.title)}</a> <span class='dl-book-verdict'>{esc(ch.verdict)}</span>"
-            f"<p class='dl-book-claim'>{esc(str(res.get('claim', '')))}</p>"
-            + (f"<ul class='dl-book-checks'>{checks}</ul>" if checks else "")
-            + f"<p class='dl-book-observed'><code>{esc(brief_observed(res.get('observed')))}"
-            "</code></p></li>")
+            f"{idea}</li>")
     more = "".join(f"<li class='dl-book-entry'><a class='dl-book-guide-link' "
                    f"href='{esc(g.page)}'>{esc(g.title)}</a>"
-                   f"<p class='dl-book-claim'>{esc(g.summary())}</p></li>" for g in guides or [])
+                   f"<p class='dl-book-idea'>{esc(g.summary())}</p></li>" for g in guides or [])
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1.0'>"
             "<title>Delivery Guarantees Lab: the course</title>"
@@ -472,8 +484,8 @@ def index_page(chapters: list[Chapter], guides: list[Guide] | None = None) -> st
             + "<main class='dl-book-main dl-book-index'><h1>Delivery Guarantees Lab</h1>"
             "<p>Each chapter as it ran on a real Kafka cluster, headless, with its failure "
             "buttons pressed by the course's schedule: read what each press did, the "
-            "plots and Spark's evidence, and whether the chapter's claim held. The "
-            "exercises are left for you: run the notebooks to do them.</p>"
+            "plots and Spark's evidence, and, at each chapter's end, its claim and whether "
+            "it held. The exercises are left for you: run the notebooks to do them.</p>"
             f"<ol class='dl-book-contents'>{''.join(rows)}</ol>"
             + ("<h2>Guides: running the course, measurements, when something fails</h2>"
                f"<ul class='dl-book-contents dl-book-guide-list'>{more}</ul>" if more else "")

@@ -14,6 +14,7 @@ import pytest
 
 from deliverylab.classroom import book
 from deliverylab.errors import BadValue
+from deliverylab.notebook.chapter import CHAPTER_CLAIMS
 
 #: A 1x1 PNG: a plot's output as papermill stores it.
 PNG = base64.b64encode(bytes.fromhex(
@@ -158,8 +159,8 @@ def test_a_book_has_contents_chapters_search_and_assets(built):
     assert [c.name for c in report.chapters] == ["00_tour", "02_at_least_once"]
     index = (out / "index.html").read_text()
     assert "href='02_at_least_once.html'>Chapter 2 — At least once</a>" in index
-    assert "nothing acked is lost" in index and "claim held" in index
-    assert "duplicates=2 lost=0" in index
+    assert "claim held" in index
+    assert html.escape(CHAPTER_CLAIMS["02_at_least_once"].idea, quote=True) in index
     assert "no results file" in index  # chapter 00 wrote none: said, not hidden
     page = (out / "02_at_least_once.html").read_text()
     assert "href='00_tour.html'" in page  # sidebar and pager reach the other chapter
@@ -319,12 +320,44 @@ def test_a_printed_table_stays_on_its_lines_and_sentences_still_wrap():
     assert second["output_type"] == "stream"
 
 
-def test_the_contents_page_leaves_a_long_observed_value_to_the_chapter():
-    observed = {"lost": 0, "table": {"rows": [{"variant": "acks=0", "records_s": 1.0}] * 20}}
-    assert book.brief_observed(observed) == (
-        "lost=0 (+1 longer value(s) on the chapter's page)")
-    assert book.brief_observed({"lost": 0, "duplicates": 2}) == "lost=0 duplicates=2"
-    assert book.brief_observed(None) == "-"
+def test_the_contents_page_lists_ideas_not_outcomes(built):
+    """The claim, the checks and the counts state what a chapter asks its reader to
+    predict: the contents page lists each chapter's idea and link instead."""
+    out, _ = built
+    index = text_of((out / "index.html").read_text())
+    for outcome in ("nothing acked is lost", "no acked value lost", "duplicates=2",
+                    "lost=0", "SECRET-ACTUAL"):
+        assert outcome not in index, outcome
+    assert CHAPTER_CLAIMS["02_at_least_once"].idea in index
+    assert CHAPTER_CLAIMS["00_tour"].idea in index  # a chapter without results too
+
+
+def test_the_claim_and_checks_stand_at_the_end_of_the_chapter_page(built):
+    out, _ = built
+    page = text_of((out / "02_at_least_once.html").read_text())
+    top, _, end = page.partition("lost ack: one duplicate")  # the chapter's last cell
+    assert "nothing acked is lost" not in top and "no acked value lost" not in top
+    assert "claim, and whether it held in this run, are at the end of the page" in top
+    assert "The claim held in this run: nothing acked is lost" in end
+    assert "no acked value lost" in end
+    assert end.index("The claim held") < end.index("Contents")  # before the pager
+
+
+def test_a_failed_run_says_so_at_the_top_without_its_claim(tmp_path: Path):
+    src = tmp_path / "course"
+    src.mkdir()
+    write_chapter(src, "02_at_least_once", "Chapter 2 — At least once",
+                  {"chapter": "02_at_least_once", "claim": "nothing acked is lost",
+                   "pass": False, "observed": {"lost": 3},
+                   "checks": [{"what": "no acked value lost", "pass": False}]})
+    book.build(src, tmp_path / "book")
+    page = (tmp_path / "book" / "02_at_least_once.html").read_text()
+    top, _, end = text_of(page).partition("lost ack: one duplicate")
+    assert "This run did NOT pass its checks" in top and "nothing acked is lost" not in top
+    assert "The claim did NOT hold: nothing acked is lost" in end
+    assert classes(page, "dl-book-notok") == 1
+    index = (tmp_path / "book" / "index.html").read_text()
+    assert "claim NOT held" in index and "nothing acked is lost" not in index
 
 
 def test_a_plot_gets_its_title_as_alternative_text(built):
