@@ -247,6 +247,71 @@ def test_each_prediction_is_required_before_the_run_and_revealed_after(path: Pat
              if w in first), default=len(first)), f"{var}: required after the run started"
 
 
+def _optional_parts(cells: list[dict[str, Any]]) -> list[bool]:
+    """Per cell, whether it lies in an optional part: from a markdown cell tagged
+    ``optional`` to the next heading of its level or above (JupyterLab's collapsed
+    heading and the book's fold cover the same cells)."""
+    def level(cell: dict[str, Any]) -> int:
+        if cell["cell_type"] != "markdown":
+            return 0
+        heads = [len(line) - len(line.lstrip("#")) for line in "".join(cell["source"]).split("\n")
+                 if line.startswith("#")]
+        return min(heads, default=0)
+
+    inside, open_level = [], 0
+    for cell in cells:
+        here = level(cell)
+        if "optional" in cell["metadata"].get("tags", []):
+            open_level = here
+        elif open_level and here and here <= open_level:
+            open_level = 0
+        inside.append(bool(open_level))
+    return inside
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_optional_parts_are_collapsed_and_nothing_after_needs_them(path: Path):
+    """A deep dive is marked optional (its heading says so, JupyterLab shows it
+    collapsed), and a student who skips it can run the rest: no later cell reads a name
+    that only an optional part's code assigns."""
+    import ast
+
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        text = "".join(cell["source"])
+        tagged = "optional" in cell["metadata"].get("tags", [])
+        heading = cell["cell_type"] == "markdown" and text.startswith("#") and \
+            "Optional" in text.split("\n", 1)[0]
+        assert tagged == heading, f"{path.name}: {text[:60]!r}: tag and heading disagree"
+        if tagged:
+            assert cell["metadata"].get("jp-MarkdownHeadingCollapsed") is True, text[:60]
+
+    def names(source: str, ctx: type) -> set[str]:
+        tree = ast.parse("\n".join(line for line in source.split("\n")
+                                   if not line.lstrip().startswith(("%", "!"))))
+        found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ctx)}
+        if ctx is ast.Store:
+            found |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                      if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+            found |= {n.name for n in ast.walk(tree)
+                      if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+        return found
+
+    only_optional: set[str] = set()
+    for cell, optional in zip(cells, _optional_parts(cells), strict=True):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        if optional:
+            only_optional |= names(source, ast.Store)
+        else:
+            stored = names(source, ast.Store)  # bound here (a loop's, a comprehension's)
+            needed = (names(source, ast.Load) - stored) & only_optional
+            assert not needed, f"{path.name}: {source[:60]!r} needs {needed} from an optional part"
+            only_optional -= stored
+
+
 @pytest.mark.parametrize("path", sorted(LABS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebooks_are_stored_without_outputs(path: Path):
     nb = json.loads(path.read_text())
