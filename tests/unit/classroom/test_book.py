@@ -341,7 +341,6 @@ def test_a_plot_gets_its_title_as_alternative_text(built):
 def test_an_explanatory_figure_is_described_in_words_not_by_its_call():
     """Every figure a chapter calls has alternative text that says what it shows (from
     the figure's own description), never "drawn by: dl.figures.x()"."""
-
     from deliverylab.notebook import figures
 
     labs = Path(__file__).resolve().parents[3] / "labs"
