@@ -312,6 +312,33 @@ def test_optional_parts_are_collapsed_and_nothing_after_needs_them(path: Path):
             only_optional -= stored
 
 
+def workshop_times() -> dict[str, dict[str, str]]:
+    """The instructors' guide's measured time per chapter (its workshop plan's table):
+    reading, the runs, grading, and the measured total, as written there."""
+    import re
+
+    guide = (LABS.parent / "docs" / "instructors.md").read_text()
+    row = re.compile(r"^\| (\d\d) [^|]+\| [\d,]+(?: words)?: ([\d.]+) min \| (\d+)[^|]*\| "
+                     r"([^|]+?) \| ([\d.]+) min \|$")
+    return {m[1]: {"reading": m[2], "running": m[3], "grading": m[4], "total": m[5]}
+            for m in map(row.match, guide.splitlines()) if m}
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_each_chapter_states_its_measured_time_at_the_top(path: Path):
+    """Under its title, the chapter's time as the workshop plan measured it: one source
+    for both, so they cannot drift apart."""
+    measured = workshop_times()
+    assert len(measured) == len(CHAPTERS), sorted(measured)
+    cells = json.loads(path.read_text())["cells"]
+    assert "chapter-time" in cells[1]["metadata"].get("tags", []), path.name
+    text = " ".join("".join(cells[1]["source"]).split())
+    t = measured[path.name[:2]]
+    assert text.startswith(f"*Time: about {t['total']} minutes measured*"), text
+    assert f"reading about {t['reading']} min" in text and f"the runs {t['running']} s" in text
+    assert (f"grading the exercise {t['grading']} s" in text) == (t["grading"] != "-"), text
+
+
 @pytest.mark.parametrize("path", sorted(LABS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebooks_are_stored_without_outputs(path: Path):
     nb = json.loads(path.read_text())
