@@ -53,7 +53,9 @@ def test_grader_calibration(exercise_id: str, cluster):
     seeds = SEEDS_OF.get(ex.id, SEEDS)
     points = POINTS_OF.get(ex.id)
     wrong = ex.wrong()
-    assert len(wrong) >= 3, f"exercise {ex.id} ships {len(wrong)} known-wrong solutions"
+    # Enough ways to be wrong and to be right that the grader is tried, not sampled.
+    assert len(wrong) >= 6, f"exercise {ex.id} ships {len(wrong)} known-wrong solutions"
+    assert len(ex.correct()) >= 2, f"exercise {ex.id}: {len(ex.correct())} correct solutions"
     table = []
     problems = []
 
