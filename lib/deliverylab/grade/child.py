@@ -43,6 +43,8 @@ from .search import CallCounter, CrashPoint, db_commit
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
 #: redoes at most one batch" means the same thing for every solution.
 MAX_BATCH = 10
+#: Seconds of each further wait for the rest of a short batch (``full_batches``).
+FILL_WAIT = 0.1
 
 
 class Events:
@@ -101,10 +103,17 @@ class StudentConsumer:
     Everything else passes through. Commits are made synchronously whatever
     ``asynchronous`` says, so that a crash "right after your commit" is a crash after
     a commit that reached the broker.
+
+    ``more`` (an exercise's ``full_batches``) says whether this process may still get
+    input: while it does, a ``consume(n)`` that got some messages but fewer than n waits
+    for the rest, so a batch is n messages whenever n are left -- whatever librdkafka's
+    fetches had queued when the call's timeout ran out. A ``consume()`` that got nothing
+    still returns empty at its timeout, as librdkafka's does.
     """
 
-    def __init__(self, consumer: Consumer, events: Events, plan: KillPlan) -> None:
-        self._c, self._events, self._plan = consumer, events, plan
+    def __init__(self, consumer: Consumer, events: Events, plan: KillPlan,
+                 more: Callable[[], bool] | None = None) -> None:
+        self._c, self._events, self._plan, self._more = consumer, events, plan, more
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._c, name)
@@ -125,7 +134,10 @@ class StudentConsumer:
         if not isinstance(num_messages, int) or not 1 <= num_messages <= MAX_BATCH:
             raise ValueError(f"num_messages={num_messages!r} is not accepted; expected a "
                              f"whole number from 1 to {MAX_BATCH} (the exercise's batch)")
-        return self._record(self._c.consume(num_messages, timeout))
+        msgs = list(self._c.consume(num_messages, timeout))
+        while msgs and len(msgs) < num_messages and self._more is not None and self._more():
+            msgs += self._c.consume(num_messages - len(msgs), FILL_WAIT)
+        return self._record(msgs)
 
     def poll(self, timeout: float | None = None) -> Any:
         msg = self._c.poll(timeout) if timeout is not None else self._c.poll()
@@ -157,10 +169,19 @@ class StudentConsumer:
         self._plan.after("commit")
         return result
 
-    def store_offsets(self, *args: Any, **kwargs: Any) -> Any:
-        """Stored, not committed: auto-commit commits it later (see :func:`auto_commits`)."""
-        result = self._c.store_offsets(*args, **kwargs)
-        self._events.write("store_offsets", outcome="ok")
+    def store_offsets(self, message: Any = None,
+                      offsets: list[TopicPartition] | None = None) -> Any:
+        """Stored, not committed: the student's promise that what it covers is done,
+        kept once a commit sends it (auto-commit's timer, or an offset-less
+        ``commit()``). Recorded with the offsets stored (a message's: ``offset + 1``, as
+        librdkafka stores it), so that the redo bound can ask the group's offsets at the
+        kill whether the promise was kept (:func:`~deliverylab.grade.search.redo_bound`)."""
+        given = {k: v for k, v in (("message", message), ("offsets", offsets))
+                 if v is not None}
+        result = self._c.store_offsets(**given)  # librdkafka names a wrong call itself
+        stored = offsets if offsets is not None else [
+            TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        self._events.write("store_offsets", outcome="ok", detail=_offsets_text(stored))
         return result
 
 
@@ -478,7 +499,7 @@ def run(spec: dict[str, Any]) -> int:
             if plan.owed_callbacks > 0:  # the report of a commit() already recorded
                 plan.owed_callbacks -= 1
                 return
-            events.write("commit", outcome="ok" if err is None else "fail",
+            events.write("commit", outcome="ok" if err is None else "fail", how="auto",
                          detail=_offsets_text([tp for tp in offsets if tp.offset >= 0]),
                          error=str(err) if err is not None else None)
             if err is None:
@@ -518,7 +539,12 @@ def run(spec: dict[str, Any]) -> int:
         if spec.get("kind") == "handler":
             run_handler(spec, events, consumer, fn.module, running, plan)
         else:
-            call_student(events, spec["solution"], fn, StudentConsumer(consumer, events, plan),
+            def more() -> bool:  # input left for this member, and time to get it
+                return (time.monotonic() < deadline
+                        and not caught_up(consumer, ends, spec["input"]))
+
+            call_student(events, spec["solution"], fn, StudentConsumer(
+                consumer, events, plan, more if spec.get("full_batches") else None),
                          StudentProducer(producer, events, plan), spec["output"], running)
     except StudentRaised:
         return RAISED
