@@ -104,16 +104,17 @@ class StudentConsumer:
     ``asynchronous`` says, so that a crash "right after your commit" is a crash after
     a commit that reached the broker.
 
-    ``more`` (an exercise's ``full_batches``) says whether this process may still get
-    input: while it does, a ``consume(n)`` that got some messages but fewer than n waits
+    ``left`` (an exercise's ``full_batches``) says whether this process has input left
+    to get: while it does, a ``consume(n)`` that got some messages but fewer than n waits
     for the rest, so a batch is n messages whenever n are left -- whatever librdkafka's
-    fetches had queued when the call's timeout ran out. A ``consume()`` that got nothing
-    still returns empty at its timeout, as librdkafka's does.
+    fetches had queued when the call's timeout ran out; once it has none, ``consume()``
+    returns empty at once (``running()`` is False by then). A ``consume()`` that got
+    nothing while input is left returns empty at its timeout, as librdkafka's does.
     """
 
     def __init__(self, consumer: Consumer, events: Events, plan: KillPlan,
-                 more: Callable[[], bool] | None = None) -> None:
-        self._c, self._events, self._plan, self._more = consumer, events, plan, more
+                 left: Callable[[], bool] | None = None) -> None:
+        self._c, self._events, self._plan, self._left = consumer, events, plan, left
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._c, name)
@@ -134,8 +135,10 @@ class StudentConsumer:
         if not isinstance(num_messages, int) or not 1 <= num_messages <= MAX_BATCH:
             raise ValueError(f"num_messages={num_messages!r} is not accepted; expected a "
                              f"whole number from 1 to {MAX_BATCH} (the exercise's batch)")
+        if self._left is not None and not self._left():
+            return []  # nothing left to get: no wait for a timeout
         msgs = list(self._c.consume(num_messages, timeout))
-        while msgs and len(msgs) < num_messages and self._more is not None and self._more():
+        while msgs and len(msgs) < num_messages and self._left is not None and self._left():
             msgs += self._c.consume(num_messages - len(msgs), FILL_WAIT)
         return self._record(msgs)
 
@@ -513,7 +516,14 @@ def run(spec: dict[str, Any]) -> int:
         events.write("init_txn", outcome="ok", detail=spec["producer"]["transactional.id"])
     ends = {int(p): int(o) for p, o in spec["ends"].items()}
     deadline = time.monotonic() + float(spec["timeout"])
-    last_check = [0.0, False]
+    last_check: list[Any] = [0.0, False]  # when last checked; False, True (done), None
+
+    def check() -> bool:
+        """Is the input processed? Said once in the events, when it is."""
+        last_check[:] = [time.monotonic(), caught_up(consumer, ends, spec["input"])]
+        if last_check[1]:
+            events.write("stopped", detail="running() is False: the input is processed")
+        return last_check[1]
 
     def running() -> bool:
         """False once the input is processed (checked at most 5 times a second), or
@@ -527,10 +537,14 @@ def run(spec: dict[str, Any]) -> int:
             last_check[1] = None
             return False
         if now - last_check[0] >= 0.2 and last_check[1] is False:
-            last_check[:] = [now, caught_up(consumer, ends, spec["input"])]
-            if last_check[1]:
-                events.write("stopped", detail="running() is False: the input is processed")
+            check()
         return last_check[1] is False
+
+    def left() -> bool:
+        """Input left for this process, and time to get it (``full_batches``): asked by
+        the grader's ``consume()`` at every call, so that the batch that ends the input is
+        followed by ``running()`` False at once, not by one more wait of a timeout."""
+        return last_check[1] is False and time.monotonic() <= deadline and not check()
 
     consumer.subscribe([spec["input"]])
     events.write("start", detail=" ".join(f"{k}={v}" for k, v in sorted(consumer_conf.items())
@@ -539,12 +553,8 @@ def run(spec: dict[str, Any]) -> int:
         if spec.get("kind") == "handler":
             run_handler(spec, events, consumer, fn.module, running, plan)
         else:
-            def more() -> bool:  # input left for this member, and time to get it
-                return (time.monotonic() < deadline
-                        and not caught_up(consumer, ends, spec["input"]))
-
             call_student(events, spec["solution"], fn, StudentConsumer(
-                consumer, events, plan, more if spec.get("full_batches") else None),
+                consumer, events, plan, left if spec.get("full_batches") else None),
                          StudentProducer(producer, events, plan), spec["output"], running)
     except StudentRaised:
         return RAISED

@@ -117,7 +117,7 @@ def test_a_short_batch_is_filled_while_input_is_left(tmp_path: Path):
     no partition holding 10, spans partitions. Recorded as one poll boundary."""
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     fake = Trickle([[FakeMsg(i, 3) for i in range(4)], [], [FakeMsg(i, 5) for i in range(6)]])
-    c = StudentConsumer(fake, events, KillPlan(events, cycle=("poll",)), more=lambda: True)
+    c = StudentConsumer(fake, events, KillPlan(events, cycle=("poll",)), left=lambda: True)
     got = c.consume(num_messages=10, timeout=0.5)
     assert [(m.partition(), m.offset()) for m in got] == [
         *((3, i) for i in range(4)), *((5, i) for i in range(6))]
@@ -128,13 +128,16 @@ def test_a_short_batch_is_filled_while_input_is_left(tmp_path: Path):
 
 def test_a_batch_is_left_short_when_no_input_is_left_or_nothing_came(tmp_path: Path):
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
-    # the input is drained for this member: the last batch is what is left
+    # the last message of the input came: the last batch is what is left, and the next
+    # consume() returns empty at once, without waiting out its timeout
+    answers = iter([True, False, False])
     fake = Trickle([[FakeMsg(0)], [FakeMsg(1)]])
-    c = StudentConsumer(fake, events, KillPlan(events), more=lambda: False)
+    c = StudentConsumer(fake, events, KillPlan(events), left=lambda: next(answers))
     assert len(c.consume(num_messages=10, timeout=0.5)) == 1 and len(fake.asked) == 1
-    # nothing at all within the timeout: empty, as librdkafka's, no further wait
+    assert c.consume(num_messages=10, timeout=0.5) == [] and len(fake.asked) == 1
+    # nothing at all within the timeout while input is left: empty, no further wait
     fake = Trickle([[], [FakeMsg(0)]])
-    c = StudentConsumer(fake, events, KillPlan(events), more=lambda: True)
+    c = StudentConsumer(fake, events, KillPlan(events), left=lambda: True)
     assert c.consume(num_messages=10, timeout=0.5) == [] and len(fake.asked) == 1
     # an exercise without full_batches (04) gets librdkafka's batches as they come
     fake = Trickle([[FakeMsg(0)], [FakeMsg(1)]])
