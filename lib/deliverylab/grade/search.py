@@ -97,11 +97,13 @@ class CallCounter:
         p = self.point
         return p is not None and p.kind == kind and self.counts[kind] == p.n
 
-    def words(self, kind: str) -> str:
+    def words(self, kind: str, how: str = "") -> str:
         """Where the process is, in the student's words: "after your 2nd flush, before
         your 2nd offset commit" (the next kind of the cycle, counted as the student's
-        run did: a loop that never flushes shows that too)."""
+        run did: a loop that never flushes shows that too); ``how`` names the call that
+        stood for the kind ("store_offsets, sent by auto-commit")."""
         text = f"after your {ordinal(self.counts.get(kind, 0))} {LABELS[kind]}"
+        text += f" ({how})" if how else ""
         if kind in self.cycle and len(self.cycle) > 1:
             nxt = self.cycle[(self.cycle.index(kind) + 1) % len(self.cycle)]
             text += f", before your {ordinal(self.counts.get(nxt, 0) + 1)} {LABELS[nxt]}"

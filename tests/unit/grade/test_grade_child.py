@@ -111,6 +111,27 @@ def test_a_store_is_recorded_with_the_offsets_librdkafka_stores(tmp_path: Path):
     assert [e["detail"] for e in got] == ["in/0@3", "in/0@2"]
 
 
+def test_with_auto_commit_a_store_is_the_loops_offset_commit(tmp_path: Path):
+    """Auto-commit sends what the loop stored: the store is the crash point "after your
+    offset commit", counted when the call returns (the timer's reports reach the loop
+    batches late). Without auto-commit a store is not a commit: commit() is."""
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    plan = KillPlan(events, cycle=("poll", "flush", "commit"))
+    plan.auto_commit = True
+    c = StudentConsumer(FakeConsumer(), events, plan)
+    c.store_offsets(c.consume(num_messages=3, timeout=0.1)[-1])
+    assert plan.counter.counts["commit"] == 1 and plan.stores == 1
+    assert plan.counter.words("commit", "store_offsets, sent by auto-commit") == (
+        "after your 1st offset commit (store_offsets, sent by auto-commit), "
+        "before your 2nd poll")
+    plan = KillPlan(events, cycle=("poll", "flush", "commit"))
+    c = StudentConsumer(FakeConsumer(), events, plan)
+    c.store_offsets(c.consume(num_messages=3, timeout=0.1)[-1])
+    assert plan.counter.counts["commit"] == 0
+    c.commit(message=FakeMsg(2))
+    assert plan.counter.counts["commit"] == 1
+
+
 def test_a_short_batch_is_filled_while_input_is_left(tmp_path: Path):
     """full_batches: librdkafka had queued one partition's 4 messages when the timeout
     ran out; the wrapper waits for the rest, so the batch the loop gets is 10 -- and,
@@ -129,12 +150,13 @@ def test_a_short_batch_is_filled_while_input_is_left(tmp_path: Path):
 def test_a_batch_is_left_short_when_no_input_is_left_or_nothing_came(tmp_path: Path):
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     # the last message of the input came: the last batch is what is left, and the next
-    # consume() returns empty at once, without waiting out its timeout
-    answers = iter([True, False, False])
-    fake = Trickle([[FakeMsg(0)], [FakeMsg(1)]])
+    # consume() waits only briefly (serving what is due), not its whole timeout
+    answers = iter([True, False, False, False])
+    fake = Trickle([[FakeMsg(0)], [], [], []])
     c = StudentConsumer(fake, events, KillPlan(events), left=lambda: next(answers))
     assert len(c.consume(num_messages=10, timeout=0.5)) == 1 and len(fake.asked) == 1
-    assert c.consume(num_messages=10, timeout=0.5) == [] and len(fake.asked) == 1
+    assert c.consume(num_messages=10, timeout=0.5) == [] and fake.asked[-1] == (10, 0.1)
+    assert c.consume(num_messages=10) == [] and fake.asked[-1] == (10, 0.1)
     # nothing at all within the timeout while input is left: empty, no further wait
     fake = Trickle([[], [FakeMsg(0)]])
     c = StudentConsumer(fake, events, KillPlan(events), left=lambda: True)
