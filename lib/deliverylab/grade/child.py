@@ -556,7 +556,8 @@ def run(spec: dict[str, Any]) -> int:
     def left() -> bool:
         """Input left for this process, and time to get it (``full_batches``): asked by
         the grader's ``consume()`` at every call, so that the batch that ends the input is
-        followed by ``running()`` False at once, not by one more wait of a timeout."""
+        followed by ``running()`` False within ``FILL_WAIT``, not by one more wait of the
+        loop's timeout."""
         return last_check[1] is False and time.monotonic() <= deadline and not check()
 
     consumer.subscribe([spec["input"]])

@@ -366,7 +366,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 endings.append((f"stage-{i}", ended, err))
                 if err:
                     errors.append(err)
-                if i == 0 and ended == "killed" and stored_offsets(stage.read_events()):
+                if (i == 0 and ended == "killed" and not exercise.transactional
+                        and stored_offsets(stage.read_events())):
                     try:  # before the successor moves them: where it will resume
                         committed = committed_at_kill(cluster, group, source)
                     except (KafkaException, KeyError) as exc:  # not judged, see below
