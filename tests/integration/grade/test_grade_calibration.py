@@ -2,8 +2,9 @@
 brokers.
 
 For each exercise: every correct solution (any ``correct_*.py``; the reference is graded
-by its chapter's test, see :data:`GRADED_BY_ITS_CHAPTER`) must pass every cell -- every fault, every searched crash point, every seed, each run judged
-(a run "not judged" is no pass); each known-wrong solution must fail the cell it names
+by its chapter's test, see :data:`GRADED_BY_ITS_CHAPTER`) must pass every cell -- every
+fault, every searched crash point, every seed, each run judged (a run "not judged" is no
+pass); each known-wrong solution must fail the cell it names
 (``EXPECTED_FAILURE`` in its file) on every seed, at one crash point at least; the
 student's starter must fail somewhere. A wrong solution that passes, or a correct one
 that fails, is a failing test. The detection table is printed (``-s``).
