@@ -200,7 +200,6 @@ NOT_WAITS = {
     "readers:_drain": "reads records until every partition's end (the one read-back)",
     "readers:peek": "reads records for a few seconds",
     "services.instance:loop": "a service's work loop, until it is stopped",
-    "spark.sinks:_committed_batch": "reads records until the high watermark",
     "workload:run": "the pipeline's consume-process-produce loop",
 }
 WAIT_CALLS = {"time.sleep", "time.monotonic", "sleep", "monotonic"}
