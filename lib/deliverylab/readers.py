@@ -193,7 +193,7 @@ def _drain(bootstrap: str, topics: list[str], isolation: str, timeout: float,
             behind = sorted(f"{t}/{p}" for (t, p) in ends if (t, p) not in done)
             raise ReadTimeout(
                 f"read-back ({isolation}) of {', '.join(topics)} did not reach the end of "
-                f"{', '.join(behind)} within {timeout:.0f} s ({len(out)} records read); "
+                f"{', '.join(behind)} within {timeout:g} s ({len(out)} records read); "
                 "is a broker down or a transaction still open? heal, then read again",
                 what=f"the end of {', '.join(behind)}", last_seen=f"{len(out)} records read",
                 waited=time.monotonic() - started)
