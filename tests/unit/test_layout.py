@@ -1,4 +1,5 @@
-"""The package's shape, checked: the three import rules, the size limit, the one wait.
+"""The package's shape, checked: the three import rules, the size limit, the one wait, the
+one read-back.
 
 The rules (docs/whats-here.md says why):
 1. The ground vocabulary (errors, values, history, checker, modes, faults, waiting)
