@@ -23,13 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.cluster import docker as dk
 from deliverylab.cluster.properties import server_properties
+from deliverylab.readers import read_records
 from deliverylab.runtime import classpaths
 
 # A fresh machine installs the engine and debootstraps the image inside the first test's
@@ -79,24 +80,6 @@ def produce(bootstrap: str, topic: str, values: list[bytes], **settings) -> int:
         producer.poll(0)
     assert producer.flush(60) == 0
     return sum(acked)
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, expect: int,
-             timeout: float = 30.0) -> list[bytes]:
-    consumer = Consumer(config(bootstrap, **{
-        "group.id": f"r-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
-        "auto.offset.reset": "earliest"}))
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[bytes] = []
-    end = time.monotonic() + timeout
-    try:
-        while time.monotonic() < end and len(out) < expect:
-            msg = consumer.poll(0.5)
-            if msg is not None and not msg.error():
-                out.append(msg.value())
-    finally:
-        consumer.close()
-    return out
 
 
 def view_from(cluster: Cluster, node: int, topic: str) -> tuple[int, list[int]]:
@@ -149,10 +132,11 @@ class TestCluster:
         cluster.create_topic(topic, partitions=3)
         values = [f"v{i}".encode() for i in range(500)]
         assert produce(cluster.bootstrap_servers, topic, values) == 500
-        assert sorted(read_all(cluster.bootstrap_servers, topic, 3, 500)) == sorted(values)
+        got = read_records(cluster.bootstrap_servers, [topic], expect=500)
+        assert sorted(r.value for r in got) == sorted(values)
         # The proxies really carried it, and the brokers' own ports work too.
         assert sum(p.requests("Produce") for p in cluster.proxies.values()) > 0
-        assert len(read_all(cluster.direct_bootstrap_servers, topic, 3, 500)) == 500
+        assert len(read_records(cluster.direct_bootstrap_servers, [topic], expect=500)) == 500
 
     def test_lost_ack_recipe_makes_a_duplicate_and_idempotence_prevents_it(self, cluster,
                                                                            topic):
