@@ -15,7 +15,8 @@ The approach, chosen to be fair to both sides:
   stage but collects nothing), once cold and once warm. The History join is timed from
   the saved JSON Lines file and from the History in memory.
 - The Python checker needs the read-back as ``Read`` objects. Two ways to get it are
-  timed separately -- a confluent consumer reading the topic, and ``Inspector.reads``
+  timed separately -- the checker's own read-back (``readers.read_back``: a confluent
+  consumer reading the topic), and ``Inspector.reads``
   (Spark, then to pandas) -- so the checker's own time is not hidden in either. The
   checker then runs ``duplicates`` and the whole ``check`` (lost, unseen, aborted ...),
   which includes the same History join.
@@ -35,20 +36,20 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from deliverylab import checker
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
-from deliverylab.history import History, Read, outcome_of
+from deliverylab.history import History, outcome_of
+from deliverylab.readers import read_back
 from deliverylab.spark.inspector import Inspector
 from deliverylab.spark.session import class_archive
-from deliverylab.values import decode, encode, key
+from deliverylab.values import encode, key
 
 
 def timed(label: str, fn: Callable[[], Any], note: str = "",
@@ -95,30 +96,6 @@ def produce(bootstrap: str, topic: str, records: int, every: int, history: Histo
     if producer.flush(300):
         raise RuntimeError("messages still queued after 300 s")
     return len(duplicates)
-
-
-def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> list[Read]:
-    """What a pure-Python pipeline does: consume everything, decode into Reads."""
-    consumer = Consumer(config(bootstrap, **{
-        "group.id": f"bench-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
-        "enable.partition.eof": True, "isolation.level": "read_committed"}))
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    reads: list[Read] = []
-    eof: set[int] = set()
-    deadline = time.monotonic() + 600
-    try:
-        while (len(eof) < partitions or len(reads) < expected) and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, timeout=1.0):
-                if msg.error():
-                    if msg.error().code() == msg.error()._PARTITION_EOF:
-                        eof.add(msg.partition())
-                    continue
-                eof.discard(msg.partition())
-                reads.append(Read(topic, msg.partition(), msg.offset(),
-                                  str(decode(msg.value())), "read_committed"))
-    finally:
-        consumer.close()
-    return reads
 
 
 def before_duplicates(inspector: Inspector, topic: str):
@@ -229,7 +206,8 @@ def main() -> None:
 
         print("\nread-back as checker Reads")
         reads = timed("confluent consumer + decode (pure Python)",
-                      lambda: read_back(cluster.bootstrap_servers, topic, partitions, total),
+                      lambda: read_back(cluster.bootstrap_servers, [topic], timeout=600,
+                                        expect=total),
                       into=figures)
         spark_reads = timed("Inspector.reads (Spark -> pandas -> Read)",
                             lambda: inspector.reads(topic))

@@ -79,6 +79,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=group)
 
 
+# --- what each test cost the machine ------------------------------------------------------
+
+#: Each test's CPU seconds (its process, plus every child process it started and reaped:
+#: a chapter's kernel and the JVMs it started; not containers), one JSON line per test in
+#: this file: the suite is CPU-bound on two cores, so where its time goes is where its
+#: CPU goes. A module or session fixture's processes are counted when they are reaped:
+#: in the test whose teardown stops them. Summed up by scripts/test-cpu.py.
+CPU_LOG = "test-cpu.jsonl"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    import json
+    import resource
+
+    def used() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    cpu0, wall0 = used(), time.monotonic()
+    yield
+    if item.config.getoption("collectonly", False):
+        return
+    line = {"test": item.nodeid, "cpu_s": round(used() - cpu0, 1),
+            "wall_s": round(time.monotonic() - wall0, 1),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    with open(Path(ARTIFACTS) / CPU_LOG, "a") as log:
+        log.write(json.dumps(line) + "\n")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """A worker that ends alive leaves no empty dump behind."""
     dump = config.stash.get(_CRASH_FILE, None)

@@ -1,4 +1,4 @@
-"""The Nemesis: the cluster faults of the registry, and Schedules of faults.
+"""The Nemesis: the cluster faults of the registry, one door for every caller.
 
 A fault button in a chapter and a papermill parameter must do *the same thing*, so both
 go through one door: a :class:`Nemesis` method (``nemesis.kill_leader("orders")``) or,
@@ -9,9 +9,9 @@ method. Every fault is appended to the History as a ``fault`` op (process
 what was done to them; the method also returns a :class:`FaultRecord` with the live
 handle of a fault that completes later (an :class:`AckLoss`).
 
-A :class:`Schedule` fires faults without a person: at a time offset, after a number of
-messages sent (the workload calls ``schedule.tick(sent)``), or at seeded random points
-(:meth:`Schedule.random`), so a headless run reproduces a classroom run exactly.
+A Schedule (:mod:`deliverylab.schedule`) fires these faults without a person, through
+the same door: at a time offset, after a number of messages sent, or at seeded random
+points, so a headless run reproduces a classroom run exactly.
 """
 
 from __future__ import annotations

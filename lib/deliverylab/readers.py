@@ -5,41 +5,67 @@ reader here either reaches the end it set out for or raises :class:`ReadTimeout`
 naming what it waited for. A partial read would turn every value not yet read into a
 "lost" value, an anomaly nobody saw. (:func:`peek` is the one deliberate exception: it
 shows what a reader gets within a few seconds, and is never handed to a checker.)
+
+Reading a topic back is written once, here: :func:`read_back` gives the Checker's
+``Read`` values, :func:`read_records` the same read with each record's key, raw value
+and timestamp (Connect's offsets topic, a test's bytes). Both take one ``partition``
+(a recipe's evidence), and ``expect``: a count that must arrive, read again until a
+complete read holds it (a transaction's markers land after its commit returns).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     Consumer,
     IsolationLevel,
     KafkaError,
     KafkaException,
+    Message,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from . import values as V
 from .clients import bootstrap_of, config
+from .cluster import ready
 from .cluster.ready import wait_whole
-from .errors import LabError, bad_value
+from .errors import LabError, TimedOut, bad_value
 from .history import Read
-from .waiting import wait_until
+from .waiting import Deadline, wait_until
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
+#: Records taken from the consumer's queue at once: a million-record read-back (the
+#: inspector bench) is paced by librdkafka, not by one Python call per record.
+BATCH = 10_000
+T = TypeVar("T")
 
 
-class ReadTimeout(LabError):
+class ReadTimeout(TimedOut):
     """A read did not reach the end of its topics in time.
 
     Raised, never swallowed: a partial read handed to a checker would turn every value
-    not yet read into a "lost" one, an anomaly nobody saw.
+    not yet read into a "lost" one, an anomaly nobody saw. A :class:`TimedOut`, so it
+    names what was awaited, what the last look saw and how long it waited.
     """
 
+
+@dataclass(frozen=True)
+class Record:
+    """One record as the log holds it, for a reader that needs more than the value:
+    the raw bytes, the key and the producer's timestamp (ms since the epoch)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
 
 
 def _isolation(isolation: str) -> str:
@@ -49,58 +75,131 @@ def _isolation(isolation: str) -> str:
 
 
 def read_back(target: object, topics: Iterable[str], isolation: str = "read_committed",
-              timeout: float = 30.0) -> list[Read]:
-    """Drain whole topics, from offset 0 to their end, as the Checker's reads.
+              timeout: float = 30.0, *, partition: int | None = None,
+              expect: int = 0) -> list[Read]:
+    """Drain whole topics, from their start to their end, as the Checker's reads.
 
     Reads by assignment (no group), up to the end offsets taken at the start, so the
     result is exactly "what the log holds now" for this isolation level. Raises
     :class:`ReadTimeout` if the end is not reached within ``timeout`` seconds: a
-    partial read is never returned.
+    partial read is never returned. ``partition`` reads that one partition of a single
+    topic; ``expect`` reads again until a complete read holds at least that many
+    records (see :func:`read_records`).
     """
+    def read(msg: Message) -> Read:
+        try:
+            value = str(V.decode(msg.value()))
+        except ValueError:
+            value = None
+        return Read(msg.topic(), msg.partition(), msg.offset(), value, isolation)
+
+    return _read(target, topics, isolation, timeout, partition, expect, read)
+
+
+def read_records(target: object, topics: Iterable[str], isolation: str = "read_committed",
+                 timeout: float = 30.0, *, partition: int | None = None,
+                 expect: int = 0) -> list[Record]:
+    """The read of :func:`read_back`, each record as the log holds it (:class:`Record`).
+
+    ``expect`` is a count that must arrive: when a complete read holds fewer records,
+    the topics are read again (new end offsets) until one holds at least ``expect``,
+    within ``timeout`` in all; then :class:`ReadTimeout` names the count and what the
+    last read held. Why: a transaction's commit returns before its markers land, so a
+    read_committed read right after it can end short of records that are coming.
+    """
+    def record(msg: Message) -> Record:
+        return Record(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value(),
+                      msg.timestamp()[1])
+
+    return _read(target, topics, isolation, timeout, partition, expect, record)
+
+
+def _read(target: object, topics: Iterable[str], isolation: str, timeout: float,
+          partition: int | None, expect: int, make: Callable[[Message], T]) -> list[T]:
+    """The one read-back: arguments checked, then one drain, or drains until ``expect``."""
     _isolation(isolation)
+    topics = list(topics)
+    if partition is not None and (len(topics) != 1 or not isinstance(partition, int)
+                                  or isinstance(partition, bool) or partition < 0):
+        raise bad_value("partition", partition, "None, or a partition number (0 or more) "
+                        "of a single topic")
+    if not isinstance(expect, int) or isinstance(expect, bool) or expect < 0:
+        raise bad_value("expect", expect, "a whole number of records, 0 or more")
     bootstrap = bootstrap_of(target)
+    if not expect:
+        return _drain(bootstrap, topics, isolation, timeout, partition, make)
+    deadline = Deadline(timeout)
+    last: list[T] = []
+
+    def enough() -> tuple[list[T]] | None:
+        last[:] = _drain(bootstrap, topics, isolation, deadline.left(timeout), partition,
+                         make)
+        return (list(last),) if len(last) >= expect else None
+
+    return wait_until(f"{expect} records in {', '.join(topics)} ({isolation})", enough,
+                      deadline, interval=0.5, error=ReadTimeout,
+                      explain=lambda: f"; the last complete read held {len(last)}")[0]
+
+
+def _ends(consumer: Consumer, topics: list[str], partition: int | None,
+          timeout: float) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (log start, end) of every partition that holds records.
+
+    The watermarks are asked until a leader can give them: right after a failover the
+    new leader answers OFFSET_NOT_AVAILABLE until its high watermark has caught up (it
+    happened after a healed partition, on containers); the timeout is ClusterNotReady.
+    """
+    ends: dict[tuple[str, int], tuple[int, int]] = {}
+    for topic in topics:
+        parts = ([partition] if partition is not None
+                 else sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions))
+        for p in parts:
+            tp = TopicPartition(topic, p)
+            low, high = ready.wait_until(  # a KafkaException is "ask again", until timeout
+                f"the watermarks of {topic}/{p}",
+                lambda tp=tp: consumer.get_watermark_offsets(tp, timeout=10), timeout)
+            if high > low:
+                ends[(topic, p)] = (low, high)
+    return ends
+
+
+def _drain(bootstrap: str, topics: list[str], isolation: str, timeout: float,
+           partition: int | None, make: Callable[[Message], T]) -> list[T]:
+    """Read every partition from its log start to the end taken before the read."""
     consumer = Consumer(config(bootstrap, **{
         "group.id": f"read-back-{time.monotonic_ns()}", "enable.auto.commit": False,
         "isolation.level": isolation, "enable.partition.eof": True}))
-    topics = list(topics)
-    reads: list[Read] = []
+    out: list[T] = []
     try:
-        assignment, ends = [], {}
-        for topic in topics:
-            md = consumer.list_topics(topic, timeout=10).topics[topic]
-            for p in md.partitions:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                if high > 0:
-                    assignment.append(TopicPartition(topic, p, 0))
-                    ends[(topic, p)] = high
-        consumer.assign(assignment)
+        ends = _ends(consumer, topics, partition, timeout)
+        if not ends:
+            return out
+        consumer.assign([TopicPartition(t, p, low) for (t, p), (low, _) in ends.items()])
         done: set[tuple[str, int]] = set()
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         while len(done) < len(ends) and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            key = (msg.topic(), msg.partition())
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            # What is queued at once; else wait up to 0.5 s for the next record.
+            for msg in consumer.consume(BATCH, 0) or consumer.consume(1, 0.5):
+                key = (msg.topic(), msg.partition())
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        done.add(key)
+                    continue
+                out.append(make(msg))
+                if msg.offset() + 1 >= ends[key][1]:
                     done.add(key)
-                continue
-            try:
-                value = str(V.decode(msg.value()))
-            except ValueError:
-                value = None
-            reads.append(Read(msg.topic(), msg.partition(), msg.offset(), value, isolation))
-            if msg.offset() + 1 >= ends[key]:
-                done.add(key)
         if len(done) < len(ends):
             behind = sorted(f"{t}/{p}" for (t, p) in ends if (t, p) not in done)
             raise ReadTimeout(
                 f"read-back ({isolation}) of {', '.join(topics)} did not reach the end of "
-                f"{', '.join(behind)} within {timeout:.0f} s ({len(reads)} records read); "
-                "is a broker down or a transaction still open? heal, then read again")
+                f"{', '.join(behind)} within {timeout:g} s ({len(out)} records read); "
+                "is a broker down or a transaction still open? heal, then read again",
+                what=f"the end of {', '.join(behind)}", last_seen=f"{len(out)} records read",
+                waited=time.monotonic() - started)
     finally:
         consumer.close()
-    return reads
+    return out
 
 
 def final_read(cluster: Any, topics: Iterable[str], isolation: str = "read_committed",

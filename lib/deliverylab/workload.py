@@ -5,7 +5,8 @@ one ``send`` op per value from its delivery report (ok / fail / info). The proce
 stage (``Pipeline``) reads an input topic and "processes" each value by writing it to an
 output topic, committing its input offsets before, after, or inside the transaction,
 as its mode says; crashing it at a chosen point is how chapters show re-processing and
-loss. The final read-back (:func:`read_back`) is what the Checker compares against.
+loss. The final read-back (:func:`~deliverylab.readers.read_back`) is what the Checker
+compares against.
 """
 
 from __future__ import annotations

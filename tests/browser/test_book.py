@@ -18,6 +18,7 @@ chapters of a ``make course`` run instead). Building and browsing take about 30 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -121,6 +122,18 @@ def _check_chapter(page, chapter: str, where: str) -> None:
     assert stderr.count() == 0, (f"stderr in {where}: "
                                  + " | ".join(stderr.all_inner_texts())[:800])
     assert page.locator(".dl-book-held").count() == 1, where
+    # Optional parts (cells tagged "optional") are folded behind one button each, which
+    # opens them.
+    optional = sum("optional" in c["metadata"].get("tags", []) for c in json.loads(
+        (LABS / f"{chapter}.ipynb").read_text())["cells"])
+    toggles = page.locator(".dl-book-optional-toggle")
+    assert toggles.count() == optional, where
+    if optional:
+        folded = page.locator("main [hidden]").count()
+        assert folded >= 1 and toggles.first.get_attribute("aria-expanded") == "false", where
+        toggles.first.click()
+        assert toggles.first.get_attribute("aria-expanded") == "true", where
+        assert page.locator("main [hidden]").count() < folded, where
     # The sidebar lists this chapter's sections, and they lead somewhere.
     sections = page.locator(".dl-book-sections a")
     assert sections.count() >= 3, where

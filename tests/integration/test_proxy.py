@@ -8,13 +8,14 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 
 from deliverylab import values
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.history import History
 from deliverylab.nemesis import Nemesis
+from deliverylab.readers import read_records
 from deliverylab.schedule import Schedule, Sent
 
 pytestmark = pytest.mark.cluster
@@ -23,30 +24,6 @@ REPEAT = 5
 
 def fresh(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, expect: int,
-             isolation: str = "read_uncommitted", timeout: float = 60.0) -> list[bytes]:
-    consumer = Consumer(config(bootstrap, **{
-        "group.id": fresh("reader"), "isolation.level": isolation,
-        "enable.auto.commit": False, "enable.partition.eof": True}))
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[bytes] = []
-    eof: set[int] = set()
-    end = time.monotonic() + timeout
-    try:
-        while time.monotonic() < end:
-            for msg in consumer.consume(1000, 0.5):
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        eof.add(msg.partition())
-                    continue
-                out.append(msg.value())
-            if len(eof) == partitions and len(out) >= expect:
-                break
-    finally:
-        consumer.close()
-    return out
 
 
 # --- the proxy under ordinary traffic -------------------------------------------------
@@ -64,7 +41,8 @@ def test_proxy_passes_ordinary_traffic_unchanged(cluster: Cluster):
                          on_delivery=lambda err, _msg: err and failed.append(err))
         producer.poll(0)
     assert producer.flush(60) == 0 and not failed
-    got = read_all(cluster.bootstrap_servers, topic, 3, expect=len(sent))
+    got = [r.value for r in read_records(cluster.bootstrap_servers, [topic], "read_uncommitted",
+                                         60, expect=len(sent))]
     assert len(got) == len(sent)
     assert sorted(got) == sorted(sent)  # byte for byte, no loss, no duplicate
     stats = {n: p.stats() for n, p in cluster.proxies.items()}
@@ -91,10 +69,11 @@ def test_transaction_through_proxy(cluster: Cluster):
         producer.produce(topic, value)
     producer.flush(30)
     producer.abort_transaction(30)
-    visible = read_all(cluster.bootstrap_servers, topic, 2, expect=len(committed),
-                       isolation="read_committed")
+    visible = [r.value for r in read_records(cluster.bootstrap_servers, [topic], "read_committed",
+                                             60, expect=len(committed))]
     assert sorted(visible) == sorted(committed)
-    raw = read_all(cluster.bootstrap_servers, topic, 2, expect=30)
+    raw = [r.value for r in read_records(cluster.bootstrap_servers, [topic], "read_uncommitted",
+                                         60, expect=30)]
     assert sorted(raw) == sorted(committed + aborted)  # aborted records are in the log
 
 
@@ -159,6 +138,7 @@ def test_nemesis_lose_ack_by_topic_and_schedule(cluster: Cluster):
     assert lose.node == leader and lose.handle.wait(5) and lose.handle.dropped == 1
     assert "resumed" in fired[2].did
     assert cluster.status() == {1: "up", 2: "up", 3: "up"}
-    got = [values.decode(v).seq for v in read_all(cluster.bootstrap_servers, topic, 1, 9)]
+    got = [values.decode(r.value).seq for r in read_records(
+        cluster.bootstrap_servers, [topic], "read_uncommitted", 60, expect=9)]
     assert sorted(got) == [0, 1, 2, 3, 3, 4, 5, 6, 7]  # the lost ack made one duplicate
     assert [op.fault for op in history.faults()] == ["lose_ack", "pause_broker", "heal"]

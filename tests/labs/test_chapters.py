@@ -247,6 +247,98 @@ def test_each_prediction_is_required_before_the_run_and_revealed_after(path: Pat
              if w in first), default=len(first)), f"{var}: required after the run started"
 
 
+def _optional_parts(cells: list[dict[str, Any]]) -> list[bool]:
+    """Per cell, whether it lies in an optional part: from a markdown cell tagged
+    ``optional`` to the next heading of its level or above (JupyterLab's collapsed
+    heading and the book's fold cover the same cells)."""
+    def level(cell: dict[str, Any]) -> int:
+        if cell["cell_type"] != "markdown":
+            return 0
+        heads = [len(line) - len(line.lstrip("#")) for line in "".join(cell["source"]).split("\n")
+                 if line.startswith("#")]
+        return min(heads, default=0)
+
+    inside, open_level = [], 0
+    for cell in cells:
+        here = level(cell)
+        if "optional" in cell["metadata"].get("tags", []):
+            open_level = here
+        elif open_level and here and here <= open_level:
+            open_level = 0
+        inside.append(bool(open_level))
+    return inside
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_optional_parts_are_collapsed_and_nothing_after_needs_them(path: Path):
+    """A deep dive is marked optional (its heading says so, JupyterLab shows it
+    collapsed), and a student who skips it can run the rest: no later cell reads a name
+    that only an optional part's code assigns."""
+    import ast
+
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        text = "".join(cell["source"])
+        tagged = "optional" in cell["metadata"].get("tags", [])
+        heading = cell["cell_type"] == "markdown" and text.startswith("#") and \
+            "Optional" in text.split("\n", 1)[0]
+        assert tagged == heading, f"{path.name}: {text[:60]!r}: tag and heading disagree"
+        if tagged:
+            assert cell["metadata"].get("jp-MarkdownHeadingCollapsed") is True, text[:60]
+
+    def names(source: str, ctx: type) -> set[str]:
+        tree = ast.parse("\n".join(line for line in source.split("\n")
+                                   if not line.lstrip().startswith(("%", "!"))))
+        found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ctx)}
+        if ctx is ast.Store:
+            found |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                      if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+            found |= {n.name for n in ast.walk(tree)
+                      if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+        return found
+
+    only_optional: set[str] = set()
+    for cell, optional in zip(cells, _optional_parts(cells), strict=True):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        if optional:
+            only_optional |= names(source, ast.Store)
+        else:
+            stored = names(source, ast.Store)  # bound here (a loop's, a comprehension's)
+            needed = (names(source, ast.Load) - stored) & only_optional
+            assert not needed, f"{path.name}: {source[:60]!r} needs {needed} from an optional part"
+            only_optional -= stored
+
+
+def workshop_times() -> dict[str, dict[str, str]]:
+    """The instructors' guide's measured time per chapter (its workshop plan's table):
+    reading, the runs, grading, and the measured total, as written there."""
+    import re
+
+    guide = (LABS.parent / "docs" / "instructors.md").read_text()
+    row = re.compile(r"^\| (\d\d) [^|]+\| [\d,]+(?: words)?: ([\d.]+) min \| (\d+)[^|]*\| "
+                     r"([^|]+?) \| ([\d.]+) min \|$")
+    return {m[1]: {"reading": m[2], "running": m[3], "grading": m[4], "total": m[5]}
+            for m in map(row.match, guide.splitlines()) if m}
+
+
+@pytest.mark.parametrize("path", sorted(LABS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_each_chapter_states_its_measured_time_at_the_top(path: Path):
+    """Under its title, the chapter's time as the workshop plan measured it: one source
+    for both, so they cannot drift apart."""
+    measured = workshop_times()
+    assert len(measured) == len(CHAPTERS), sorted(measured)
+    cells = json.loads(path.read_text())["cells"]
+    assert "chapter-time" in cells[1]["metadata"].get("tags", []), path.name
+    text = " ".join("".join(cells[1]["source"]).split())
+    t = measured[path.name[:2]]
+    assert text.startswith(f"*Time: about {t['total']} minutes measured*"), text
+    assert f"reading about {t['reading']} min" in text and f"the runs {t['running']} s" in text
+    assert (f"grading the exercise {t['grading']} s" in text) == (t["grading"] != "-"), text
+
+
 @pytest.mark.parametrize("path", sorted(LABS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebooks_are_stored_without_outputs(path: Path):
     nb = json.loads(path.read_text())
@@ -347,10 +439,6 @@ def test_chapter_demonstrates_its_claim(chapter: str, artifacts: str,
     run_and_check(chapter, artifacts, backend_of(chapter, request))
 
 
-@pytest.mark.cluster
-@pytest.mark.spark
-@pytest.mark.timeout(1800)
-def test_side_effects_chapter_on_postgres(artifacts: str):
-    """Chapter 06 again on a PostgreSQL server the lab starts (the default run is SQLite)."""
-    observed = run_and_check("06_side_effects", artifacts, "local", database="postgres")
-    assert observed["database"] == "postgres"
+# Chapter 06's PostgreSQL path (the server, its rows, Spark over JDBC) is tested in
+# tests/integration/spark/test_dbviews.py and tests/integration/services/test_fleet.py:
+# a second run of the whole chapter on PostgreSQL cost ~2 minutes of both cores.

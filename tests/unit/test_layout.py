@@ -1,4 +1,5 @@
-"""The package's shape, checked: the three import rules, the size limit, the one wait.
+"""The package's shape, checked: the three import rules, the size limit, the one wait, the
+one read-back.
 
 The rules (docs/whats-here.md says why):
 1. The ground vocabulary (errors, values, history, checker, modes, faults, waiting)
@@ -10,9 +11,11 @@ The rules (docs/whats-here.md says why):
    imports (``if TYPE_CHECKING:``) too: a circle closed by a type hint is still a
    circle in the structure. ``KNOWN_CIRCLES`` names the ones left, each with why.
 
-Plus: no module over 650 lines, and no hand-written wait loop (a ``while`` around
+Plus: no module over 650 lines, no hand-written wait loop (a ``while`` around
 ``time.sleep``/``time.monotonic``) outside ``waiting.py`` but the named ``NOT_WAITS``,
-which do work every round. The graph is read from the source (``ast``), so a test
+which do work every round, and no consumer assigned partitions by hand (a read-back of
+its own) outside ``readers.py`` but the named ``NOT_READ_BACKS``, in lib, tests and
+bench. The graph is read from the source (``ast``), so a test
 fails on the line that breaks a rule, before anything runs.
 """
 
@@ -188,21 +191,18 @@ NOT_WAITS = {
     "chapters.autocommit:crash_instance": "consumes until it holds a whole batch",
     "chapters.autocommit:_successor": "processes records until the end offset",
     "chapters.connect_window:stream": "paces a writer, a chunk per pace_s: awaits nothing",
-    "chapters.connect_window:offset_records": "reads records until every partition's end",
     "chapters.live_zombie:instance": "the zombie's consume-transform-produce loop",
     "chapters.rebalance:stall_in_group": "drives the producer at its rate through the stall",
     "chapters.rebalance:_loop": "a group member's consume loop (its stall is the fault)",
-    "chapters.recipes:read_partition": "reads records until the high watermark",
     "classroom.hub.users:sweep": "SIGKILLs the student's processes every round until none is left",
     "classroom.hub.__main__:main": "serves until the hub ends or Ctrl-C: no deadline, "
                                    "nothing awaited",
     "classroom.hub.client:execute": "receives the kernel's messages until reply and idle",
     "cluster.ready:read_back": "reads records until the token (one probe of a ready step)",
     "notebook.progress:_tick": "a ticker that shows the seconds elapsed until stopped",
-    "readers:read_back": "reads records until every partition's end",
+    "readers:_drain": "reads records until every partition's end (the one read-back)",
     "readers:peek": "reads records for a few seconds",
     "services.instance:loop": "a service's work loop, until it is stopped",
-    "spark.sinks:_committed_batch": "reads records until the high watermark",
     "workload:run": "the pipeline's consume-process-produce loop",
 }
 WAIT_CALLS = {"time.sleep", "time.monotonic", "sleep", "monotonic"}
@@ -242,6 +242,54 @@ def test_every_wait_goes_through_the_one_wait():
     assert not broken, broken
     stale = sorted(set(NOT_WAITS) - set(loops))
     assert not stale, f"NOT_WAITS names loops that are gone: {stale}"
+
+
+#: Consumers assigned partitions by hand (``consumer.assign([...])``: no group) outside
+#: ``readers.py``, each with why it is not a read-back. A topic read back to its end goes
+#: through ``readers.read_back``/``read_records``, so it either ends or raises
+#: ``ReadTimeout``. Keyed "file:function", the file relative to the repository.
+NOT_READ_BACKS = {
+    "lib/deliverylab/cluster/ready.py:read_back": "a readiness probe: reads its own "
+                                                 "token, asked again by the wait",
+    "lib/deliverylab/chapters/autocommit.py:_successor": "the group's successor, "
+                                                         "processing from its committed "
+                                                         "offset: what chapter 02 shows",
+    "lib/deliverylab/chapters/cost_of_guarantees.py:latency": "times each record from "
+                                                              "the topic's end as it "
+                                                              "arrives: a measurement",
+}
+
+
+def _assigns_in(node: ast.AST, where: str, function: str, found: dict[str, int]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _assigns_in(child, where, child.name, found)
+            continue
+        # Consumer.assign takes one list; pandas' DataFrame.assign takes keywords.
+        if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                and child.func.attr == "assign" and len(child.args) == 1
+                and not child.keywords):
+            found.setdefault(f"{where}:{function}", child.lineno)
+        _assigns_in(child, where, function, found)
+
+
+def test_every_read_back_goes_through_readers():
+    root = LIB.parents[1]
+    found: dict[str, int] = {}
+    for folder in ("lib", "tests", "bench"):
+        for path in sorted((root / folder).rglob("*.py")):
+            _assigns_in(ast.parse(path.read_text(), str(path)),
+                        str(path.relative_to(root)), "<module>", found)
+    assert "lib/deliverylab/readers.py:_drain" in found  # the finder sees the one it must
+    broken = [f"{where} (line {line}): a consumer assigned by hand; read the topic back "
+              "with readers.read_back or read_records, or name it in NOT_READ_BACKS "
+              "with why it is not a read-back"
+              for where, line in found.items()
+              if not where.startswith("lib/deliverylab/readers.py:")
+              and where not in NOT_READ_BACKS]
+    assert not broken, broken
+    stale = sorted(set(NOT_READ_BACKS) - set(found))
+    assert not stale, f"NOT_READ_BACKS names reads that are gone: {stale}"
 
 
 def test_the_top_level_holds_only_the_facade_and_the_vocabulary():

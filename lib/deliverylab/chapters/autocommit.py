@@ -13,10 +13,10 @@ after processing each message; the timer then commits only what was processed, a
 crash redoes (at least once) instead of skipping.
 
 How the run is made certain, not lucky: the crashing instance is a child process
-(``python -m deliverylab.autocommit``). It takes one batch, processes its first few
-values (copies them to the output topic), and then — as if the rest of the batch took
-longer than the commit interval — waits until the group's committed offset, read from
-the broker, shows that the timer has committed. Then it SIGKILLs itself: no ``close()``,
+(``python -m deliverylab.chapters.autocommit``). It takes one batch, processes its
+first few values (copies them to the output topic), and then — as if the rest of the
+batch took longer than the commit interval — waits until the group's committed offset,
+read from the broker, shows that the timer has committed. Then it SIGKILLs itself: no ``close()``,
 which would commit once more. A successor of the same group starts at the committed
 offset and processes the rest. The Checker's pipeline check counts what never reached
 the output and what reached it twice.

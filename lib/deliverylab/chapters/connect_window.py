@@ -32,11 +32,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
-
-from ..clients import bootstrap_of, config
-from ..errors import LabError, bad_value
-from ..readers import bounds
+from ..clients import bootstrap_of
+from ..errors import BadValue, LabError, bad_value
+from ..readers import bounds, partitions, read_records
 from .exactly_once_sources import Runs, SourceFile, SourceRun, after
 
 
@@ -76,34 +74,15 @@ def committed_before(records: list[OffsetRecord], connector: str,
 
 
 def offset_records(bootstrap: str, topic: str, timeout: float = 30.0) -> list[OffsetRecord]:
-    """Every file-connector record of Connect's offsets topic (one partition), in order."""
-    consumer = Consumer(config(bootstrap, **{"group.id": f"offsets-reader-{time.time_ns()}",
-                                             "enable.auto.commit": False}))
-    out: list[OffsetRecord] = []
+    """Every file-connector record of Connect's offsets topic, in order: its keys and
+    timestamps from :func:`~deliverylab.readers.read_records`, the one read-back."""
     try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None:
-            raise LabError(f"Connect's offsets topic {topic!r} does not exist")
-        parts = sorted(meta.partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in parts}
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        done = {p for p in parts if ends[p] == 0}
-        deadline = time.monotonic() + timeout
-        while len(done) < len(parts):
-            if time.monotonic() > deadline:
-                raise LabError(f"could not read {topic!r} to its end within {timeout:g} s")
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            rec = parse_offset_record(msg.key(), msg.value(), msg.timestamp()[1])
-            if rec is not None:
-                out.append(rec)
-            if msg.offset() + 1 >= ends[msg.partition()]:
-                done.add(msg.partition())
-    finally:
-        consumer.close()
-    return out
+        partitions(bootstrap, topic)
+    except BadValue:
+        raise LabError(f"Connect's offsets topic {topic!r} does not exist") from None
+    out = (parse_offset_record(r.key, r.value, r.timestamp_ms)
+           for r in read_records(bootstrap, [topic], "read_committed", timeout))
+    return [rec for rec in out if rec is not None]
 
 
 _COMMITTING = re.compile(r"^\[([\d:,]+)\].*WorkerSourceTask\{id=(.+?)-(\d+)\} Committing "

@@ -30,8 +30,9 @@ from ..clients import config
 from ..cluster import ready
 from ..cluster.ready import wait_whole
 from ..errors import ClusterNotReady, LabError, TimedOut, bad_value
-from ..history import History
+from ..history import History, Read
 from ..nemesis import Nemesis
+from ..readers import read_back
 from ..waiting import wait_until
 
 if TYPE_CHECKING:
@@ -120,54 +121,13 @@ def _wait_isr_full(cluster: Cluster, topic: str, partition: int,
     return partitions[partition].leader, list(partitions[partition].replicas)
 
 
-def read_partition(bootstrap: str, topic: str, partition: int = 0,
-                   timeout: float = 30.0) -> list[tuple[int, bytes | None]]:
-    """Every record of one partition, from its start to its high watermark.
-
-    A plain consumer (assigned, no group membership, no commits): the recipes' evidence
-    must not depend on any consumer-group state. Returns ``(offset, value)`` pairs.
-
-    The watermarks are asked until a leader can give them: right after a failover the
-    new leader answers OFFSET_NOT_AVAILABLE until its high watermark has caught up
-    (it happened after a healed partition, on containers).
-    """
-    consumer = Consumer(config(bootstrap, **{
-        "group.id": f"deliverylab-recipe-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False, "enable.partition.eof": True,
-        "isolation.level": "read_uncommitted"}))
-    records: list[tuple[int, bytes | None]] = []
-    try:
-        tp = TopicPartition(topic, partition)
-        low, high = ready.wait_until(  # a KafkaException is "ask again", until timeout
-            f"the watermarks of {topic}/{partition}",
-            lambda: consumer.get_watermark_offsets(tp, timeout=5), timeout)
-        if high <= low:
-            return records
-        consumer.assign([TopicPartition(topic, partition, low)])
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF and (
-                        not records or records[-1][0] >= high - 1):
-                    return records
-                continue
-            records.append((msg.offset(), msg.value()))
-            if msg.offset() >= high - 1:
-                return records
-        raise RecipeFailed(f"reading {topic}/{partition} back to offset {high} took longer "
-                           f"than {timeout:.0f}s (read {len(records)} records)")
-    finally:
-        consumer.close()
-
-
-def _label(raw: bytes | None) -> str | None:
-    try:
-        return str(values.decode(raw)) if raw is not None else None
-    except ValueError:
-        return None
+def _evidence(cluster: Cluster, topic: str, timeout: float) -> list[Read]:
+    """Every record of the recipe's one partition, start to end (:func:`read_back`):
+    on the brokers' own ports, which no fault touches, at read_uncommitted, by
+    assignment, so the evidence depends on no consumer-group state. Raises
+    ``ReadTimeout`` rather than hand a partial partition on."""
+    return read_back(cluster.direct_bootstrap_servers, [topic], "read_uncommitted", timeout,
+                     partition=0)
 
 
 def _wait_high_watermark(bootstrap: str, topic: str, partition: int, above: int,
@@ -271,8 +231,7 @@ def lost_ack_duplicate(cluster: Cluster, topic: str, idempotent: bool = False,
     finally:
         loss.cancel()
         producer.flush(5)
-    records = read_partition(cluster.direct_bootstrap_servers, topic, 0, timeout)
-    labels = tuple((offset, _label(raw)) for offset, raw in records)
+    labels = tuple((r.offset, r.value) for r in _evidence(cluster, topic, timeout))
     name = str(values.ValueId(producer_id, 1))
     offsets = tuple(offset for offset, label in labels if label == name)
     return LostAckResult(topic=topic, partition=0, idempotent=bool(idempotent), value=name,
@@ -459,8 +418,7 @@ def acked_then_lost(cluster: Cluster, topic: str, acks: int | str = 1,
         raise RecipeFailed(f"the control write after the failover failed "
                            f"({after.error_name})")
 
-    records = read_partition(cluster.direct_bootstrap_servers, topic, 0, timeout)
-    labels = tuple((offset, _label(raw)) for offset, raw in records)
+    labels = tuple((r.offset, r.value) for r in _evidence(cluster, topic, timeout))
     name = str(values.ValueId(producer_id, 1))
     offsets = tuple(offset for offset, label in labels if label == name)
     return AckedThenLostResult(
@@ -479,7 +437,6 @@ __all__ = [
     "RecipeFailed",
     "acked_then_lost",
     "lost_ack_duplicate",
-    "read_partition",
 ]
 
 
@@ -608,8 +565,7 @@ def partitioned_leader(cluster: Cluster, topic: str, acks: int | str = 1, count:
     phases.mark("every send answered")
     _wait_isr_full(cluster, topic, 0, timeout)
     phases.mark("healed, old leader back in the ISR")
-    records = read_partition(cluster.direct_bootstrap_servers, topic, 0, timeout)
-    labels = [_label(raw) for _, raw in records]
+    labels = [r.value for r in _evidence(cluster, topic, timeout)]
     sent = tuple(str(values.ValueId(producer_id, i)) for i in range(1, count + 1))
     copies = {name: labels.count(name) for name in sent}
     acked = tuple(name for name, send in zip(sent, sends, strict=True) if send.ok)

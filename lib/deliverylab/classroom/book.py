@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import bad_value
+from ..notebook import figures
 from ..notebook.chapter import CHAPTER_CLAIMS
 from . import book_guides
 from .book_guides import Guide
@@ -243,6 +244,8 @@ def _stand_in(output: dict[str, Any], panels: dict[str, PanelRecord]) -> dict[st
 
 
 #: A plot's title as the cell that drew it names it: ``title="..."`` (or ``f"..."``).
+#: A chapter's call of an explanatory figure (``dl.figures.<name>()``).
+_FIGURE_CALL = re.compile(r"\bdl\.figures\.(\w+)\(")
 _TITLE_ARG = re.compile(r"""\btitle\s*=\s*f?(["'])(.+?)\1""")
 #: Output metadata key the chapter template reads for an image's alternative text.
 ALT = "dl_book_alt"
@@ -251,6 +254,9 @@ ALT = "dl_book_alt"
 def alt_text(source: str) -> str:
     """An image's alternative text: the title its cell gives the plot, else the call that
     drew it (a reader without the image, or a screen reader, still learns what it is)."""
+    figure = _FIGURE_CALL.search(source)
+    if figure and (said := figures.describe(figure.group(1))):
+        return "Figure: " + said
     found = _TITLE_ARG.search(source)
     if found:  # an f-string's fields are the run's values: not known here
         return "Plot: " + re.sub(r"\{[^}]*\}", "...", found.group(2))

@@ -1,7 +1,7 @@
 """What each chapter's kernel starts, started alone and measured (``make classroom-plan``).
 
 Two kinds of run, each in a child process of its own so that a student's stack is one
-process tree the :class:`~deliverylab.classroom.plan.Sampler` can sum:
+process tree the :class:`~deliverylab.classroom.measure.Sampler` can sum:
 
 - a **stack** (``python -m deliverylab.classroom.stacks stack 02``): the long-lived parts
   a chapter starts -- its cluster (size and fault proxy as its parameters cell says, on

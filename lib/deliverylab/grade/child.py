@@ -43,6 +43,8 @@ from .search import CallCounter, CrashPoint, db_commit
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
 #: redoes at most one batch" means the same thing for every solution.
 MAX_BATCH = 10
+#: Seconds of each further wait for the rest of a short batch (``full_batches``).
+FILL_WAIT = 0.1
 
 
 class Events:
@@ -82,11 +84,17 @@ class KillPlan:
         #: Explicit commits whose on_commit callback librdkafka still owes (an auto-commit
         #: consumer's callback also reports them: counted once, by the wrapper).
         self.owed_callbacks = 0
+        #: Auto-commit is on, and how many times the loop stored offsets: with auto-commit
+        #: a store is the loop's offset commit (the timer sends what was stored), counted
+        #: when the call returns; the timer's reports are then no boundary of the loop's
+        #: (they reach it behind the messages fetched before them, batches late).
+        self.auto_commit = False
+        self.stores = 0
 
-    def after(self, kind: str) -> None:
+    def after(self, kind: str, how: str = "") -> None:
         """One call of ``kind`` returned: die now if this is the planned point."""
         if self.counter.saw(kind):
-            words = self.counter.words(kind)
+            words = self.counter.words(kind, how)
             self.events.write("fault", fault=self.fault, outcome="info",
                               point=self.counter.point.name if self.counter.point else None,
                               words=words,
@@ -101,10 +109,18 @@ class StudentConsumer:
     Everything else passes through. Commits are made synchronously whatever
     ``asynchronous`` says, so that a crash "right after your commit" is a crash after
     a commit that reached the broker.
+
+    ``left`` (an exercise's ``full_batches``) says whether this process has input left
+    to get: while it does, a ``consume(n)`` that got some messages but fewer than n waits
+    for the rest, so a batch is n messages whenever n are left -- whatever librdkafka's
+    fetches had queued when the call's timeout ran out; once it has none, ``consume()``
+    waits at most ``FILL_WAIT`` (``running()`` is False by then). A ``consume()`` that got
+    nothing while input is left returns empty at its timeout, as librdkafka's does.
     """
 
-    def __init__(self, consumer: Consumer, events: Events, plan: KillPlan) -> None:
-        self._c, self._events, self._plan = consumer, events, plan
+    def __init__(self, consumer: Consumer, events: Events, plan: KillPlan,
+                 left: Callable[[], bool] | None = None) -> None:
+        self._c, self._events, self._plan, self._left = consumer, events, plan, left
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._c, name)
@@ -125,7 +141,15 @@ class StudentConsumer:
         if not isinstance(num_messages, int) or not 1 <= num_messages <= MAX_BATCH:
             raise ValueError(f"num_messages={num_messages!r} is not accepted; expected a "
                              f"whole number from 1 to {MAX_BATCH} (the exercise's batch)")
-        return self._record(self._c.consume(num_messages, timeout))
+        if self._left is not None and not self._left():  # nothing left to get: a short
+            # wait, serving what is due (an on_commit report), not the whole timeout
+            short = (min(timeout, FILL_WAIT) if isinstance(timeout, (int, float))
+                     and timeout >= 0 else FILL_WAIT)
+            return self._record(list(self._c.consume(num_messages, short)))
+        msgs = list(self._c.consume(num_messages, timeout))
+        while msgs and len(msgs) < num_messages and self._left is not None and self._left():
+            msgs += self._c.consume(num_messages - len(msgs), FILL_WAIT)
+        return self._record(msgs)
 
     def poll(self, timeout: float | None = None) -> Any:
         msg = self._c.poll(timeout) if timeout is not None else self._c.poll()
@@ -157,10 +181,22 @@ class StudentConsumer:
         self._plan.after("commit")
         return result
 
-    def store_offsets(self, *args: Any, **kwargs: Any) -> Any:
-        """Stored, not committed: auto-commit commits it later (see :func:`auto_commits`)."""
-        result = self._c.store_offsets(*args, **kwargs)
-        self._events.write("store_offsets", outcome="ok")
+    def store_offsets(self, message: Any = None,
+                      offsets: list[TopicPartition] | None = None) -> Any:
+        """Stored, not committed: the student's promise that what it covers is done,
+        kept once a commit sends it (auto-commit's timer, or an offset-less
+        ``commit()``). Recorded with the offsets stored (a message's: ``offset + 1``, as
+        librdkafka stores it), so that the redo bound can ask the group's offsets at the
+        kill whether the promise was kept (:func:`~deliverylab.grade.search.redo_bound`)."""
+        given = {k: v for k, v in (("message", message), ("offsets", offsets))
+                 if v is not None}
+        result = self._c.store_offsets(**given)  # librdkafka names a wrong call itself
+        stored = offsets if offsets is not None else [
+            TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        self._events.write("store_offsets", outcome="ok", detail=_offsets_text(stored))
+        self._plan.stores += 1
+        if self._plan.auto_commit:
+            self._plan.after("commit", "store_offsets, sent by auto-commit")
         return result
 
 
@@ -478,13 +514,14 @@ def run(spec: dict[str, Any]) -> int:
             if plan.owed_callbacks > 0:  # the report of a commit() already recorded
                 plan.owed_callbacks -= 1
                 return
-            events.write("commit", outcome="ok" if err is None else "fail",
+            events.write("commit", outcome="ok" if err is None else "fail", how="auto",
                          detail=_offsets_text([tp for tp in offsets if tp.offset >= 0]),
                          error=str(err) if err is not None else None)
-            if err is None:
+            if err is None and not plan.stores:  # a loop that stores: counted at its store
                 plan.after("commit")
 
         client_conf["on_commit"] = auto
+        plan.auto_commit = True
     consumer = Consumer(config(spec["bootstrap"], **client_conf))
     producer = Producer(config(spec["bootstrap"], **spec["producer"]))
     if "transactional.id" in spec["producer"]:  # the lab's part: this instance's epoch
@@ -492,7 +529,14 @@ def run(spec: dict[str, Any]) -> int:
         events.write("init_txn", outcome="ok", detail=spec["producer"]["transactional.id"])
     ends = {int(p): int(o) for p, o in spec["ends"].items()}
     deadline = time.monotonic() + float(spec["timeout"])
-    last_check = [0.0, False]
+    last_check: list[Any] = [0.0, False]  # when last checked; False, True (done), None
+
+    def check() -> bool:
+        """Is the input processed? Said once in the events, when it is."""
+        last_check[:] = [time.monotonic(), caught_up(consumer, ends, spec["input"])]
+        if last_check[1]:
+            events.write("stopped", detail="running() is False: the input is processed")
+        return last_check[1]
 
     def running() -> bool:
         """False once the input is processed (checked at most 5 times a second), or
@@ -506,10 +550,15 @@ def run(spec: dict[str, Any]) -> int:
             last_check[1] = None
             return False
         if now - last_check[0] >= 0.2 and last_check[1] is False:
-            last_check[:] = [now, caught_up(consumer, ends, spec["input"])]
-            if last_check[1]:
-                events.write("stopped", detail="running() is False: the input is processed")
+            check()
         return last_check[1] is False
+
+    def left() -> bool:
+        """Input left for this process, and time to get it (``full_batches``): asked by
+        the grader's ``consume()`` at every call, so that the batch that ends the input is
+        followed by ``running()`` False within ``FILL_WAIT``, not by one more wait of the
+        loop's timeout."""
+        return last_check[1] is False and time.monotonic() <= deadline and not check()
 
     consumer.subscribe([spec["input"]])
     events.write("start", detail=" ".join(f"{k}={v}" for k, v in sorted(consumer_conf.items())
@@ -518,7 +567,8 @@ def run(spec: dict[str, Any]) -> int:
         if spec.get("kind") == "handler":
             run_handler(spec, events, consumer, fn.module, running, plan)
         else:
-            call_student(events, spec["solution"], fn, StudentConsumer(consumer, events, plan),
+            call_student(events, spec["solution"], fn, StudentConsumer(
+                consumer, events, plan, left if spec.get("full_batches") else None),
                          StudentProducer(producer, events, plan), spec["output"], running)
     except StudentRaised:
         return RAISED

@@ -4,7 +4,7 @@ Every run has the same shape, so that runs of different solutions compare:
 
 1. fresh input and output topics, a fresh consumer group (one cluster serves a grade);
 2. the lab writes ``values`` unique values to the input (at least once, recorded),
-   unevenly over its partitions (:func:`uneven_sizes`: batches span partitions);
+   unevenly over its partitions (:func:`input_sizes`: batches span partitions);
 3. the fault is armed (``lose_ack``: the next produce response of the output's leader
    is dropped) and the student's stage runs as ``stage-0`` in a child process
    (:mod:`deliverylab.grade.child`); under a crash fault that process SIGKILLs itself
@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from .. import checker as C
 from ..clients import TxnProducer
 from ..history import History
@@ -41,7 +43,14 @@ from ..nemesis import Nemesis
 from ..readers import bounds, read_back
 from .child import RAISED as RAISED_EXIT
 from .exercises import BROKEN, HUNG, JUDGED, RAISED, TIMEOUT, UNPLACED, Exercise
-from .search import CallCounter, CrashPoint, redo_allowed, redo_beyond, redone_values
+from .search import (
+    CallCounter,
+    CrashPoint,
+    Offsets,
+    redo_beyond,
+    redo_bound,
+    redone_values,
+)
 
 #: The event kinds that become History ops (``handed`` only matters if never reported).
 RECORDED = ("poll", "send", "commit", "fault", "begin_txn", "commit_txn", "abort_txn",
@@ -114,11 +123,17 @@ def uneven_sizes(values: int, weights: tuple[int, ...] = WEIGHTS) -> list[int]:
     return [*sizes, values - sum(sizes)]
 
 
-def write_input(cluster: Any, topic: str, values: int, history: History,
+def input_sizes(exercise: Exercise) -> list[int]:
+    """How many values each input partition of ``exercise`` gets: its own layout (02:
+    every partition smaller than a batch, see its definition), or :func:`uneven_sizes`."""
+    return list(exercise.input_sizes) or uneven_sizes(exercise.values)
+
+
+def write_input(cluster: Any, topic: str, sizes: list[int], history: History,
                 process: str = "producer-0") -> None:
-    """The lab's input: ``values`` unique values, the first 6 to partition 0, the next
-    21 to partition 1, the rest to partition 2 (:func:`uneven_sizes`), each send
-    recorded (at least once: a value maybe written is ``info``)."""
+    """The lab's input: unique values, ``sizes[0]`` of them to partition 0, the next
+    ``sizes[1]`` to partition 1, and so on (:func:`input_sizes`), each send recorded (at
+    least once: a value maybe written is ``info``)."""
     from confluent_kafka import Producer
 
     from ..clients import Recorder, bootstrap_of, config
@@ -127,7 +142,7 @@ def write_input(cluster: Any, topic: str, values: int, history: History,
     producer = Producer(config(bootstrap_of(cluster), **AT_LEAST_ONCE.producer))
     recorder = Recorder(history, process, topic)
     seq = 0
-    for partition, size in enumerate(uneven_sizes(values)):
+    for partition, size in enumerate(sizes):
         for _ in range(size):
             recorder.send(producer, ValueId(process, seq), partition)
             seq += 1
@@ -240,7 +255,7 @@ class Stage:
             "solution": str(solution), "function": exercise.function,
             "bootstrap": cluster.bootstrap_servers, "input": source, "output": sink,
             "group": group, "events": str(self.events), "ends": ends,
-            "timeout": STAGE_TIMEOUT - 5,
+            "timeout": STAGE_TIMEOUT - 5, "full_batches": exercise.full_batches,
             # Static membership: a restarted stage takes its predecessor's place and
             # partitions at once, instead of waiting out the dead member's session.
             "consumer": {**mode.consumer, "enable.auto.commit": False,
@@ -308,14 +323,15 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     tag = f"grade{exercise.id}-{fault}-{seed}-{uuid.uuid4().hex[:6]}"
     source, sink, group = f"in-{tag}", f"out-{tag}", f"{tag}-group"
     topic_config = {"min.insync.replicas": min(2, cluster.brokers)}
-    for name in (source, sink):
-        cluster.create_topic(name, partitions=PARTITIONS, config=topic_config)
+    sizes = input_sizes(exercise)
+    for name, partitions in ((source, len(sizes)), (sink, PARTITIONS)):
+        cluster.create_topic(name, partitions=partitions, config=topic_config)
     history = History()
     nemesis = Nemesis(cluster, history=history)
     upstream = None
     if fault == "lose_ack" and exercise.kind == "handler":  # a duplicate in the input
         upstream = nemesis.lose_ack(node=cluster.leader(source, 0), count=1)
-    write_input(cluster, source, exercise.values, history)
+    write_input(cluster, source, sizes, history)
     if upstream is not None:
         upstream.handle.wait(30)
     if exercise.aborted_input:  # a transaction the stage must not copy: it aborted
@@ -329,6 +345,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     errors: list[str] = []
     loss = held = None
     rows: list[str] | None = None
+    committed: Offsets | None = None
+    unread = ""  # why the group's offsets at the kill could not be read
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         stage = Stage(exercise, solution, cluster, source, sink, group, Path(tmp))
         try:
@@ -348,6 +366,12 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 endings.append((f"stage-{i}", ended, err))
                 if err:
                     errors.append(err)
+                if (i == 0 and ended == "killed" and not exercise.transactional
+                        and stored_offsets(stage.read_events())):
+                    try:  # before the successor moves them: where it will resume
+                        committed = committed_at_kill(cluster, group, source)
+                    except (KafkaException, KeyError) as exc:  # not judged, see below
+                        unread = f"{type(exc).__name__}: {exc}"
                 if ended != "killed" and not (live and i == 0 and ended == "raised"):
                     break
             if loss is not None:  # the proxy reports its drop asynchronously
@@ -364,6 +388,9 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     state, reason = judge_state(events, endings, plan, live=live)
     if state == JUDGED and held is not None and not held.handle.held:
         state, reason = UNPLACED, "not judged: no write of yours was held (none was made)"
+    if state == JUDGED and unread:
+        state, reason = BROKEN, ("not judged: the group's committed offsets could not be "
+                                 f"read right after the kill ({unread})")
     if state == RAISED:
         errors.insert(0, reason)
     if state == JUDGED and loss is not None and not counts["acks_lost"] and (
@@ -377,10 +404,14 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         reads = read_back(cluster, [source, sink], isolation)
         result = C.check(history, reads, C.ANOMALIES, pipeline=(source, sink))
         if plan and not exercise.transactional:  # the exact bound on a crash's redo
-            allowed = redo_allowed(events, "stage-0", ("commit",))
-            beyond = redo_beyond(redone_values(r.value for r in reads
-                                               if r.topic == sink and r.value), allowed)
+            bound = redo_bound(events, "stage-0", committed)
+            redone = redone_values(r.value for r in reads if r.topic == sink and r.value)
+            beyond = redo_beyond(redone, bound.allowed)
             counts["redo_beyond"] = len(beyond)
+            counts["redo_owed"] = len(set(redone) & set(bound.owed))
+            if committed is not None:
+                plan = {**plan, "committed_at_kill": ",".join(
+                    f"{t}/{p}@{o}" for (t, p), o in sorted(committed.items()))}
             if beyond:
                 examples["pipeline_extra"] = [{"value": v} for v in beyond[:5]]
     else:  # the side effect is the database, judged beside the input's check
@@ -401,6 +432,23 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
                time.monotonic() - t0, plan, errors, examples, positions, state=state,
                reason=reason, point=point.name if point else "", crash=crash)
+
+
+def stored_offsets(events: list[dict[str, Any]], process: str = "stage-0") -> bool:
+    """Did ``process`` store offsets (``store_offsets``) for a commit to send later?"""
+    return any(e["kind"] == "store_offsets" and e.get("process") == process
+               for e in events)
+
+
+def committed_at_kill(cluster: Any, group: str, topic: str) -> Offsets:
+    """The group's committed offsets on ``topic`` (-1001: none), read right after the
+    kill and before the successor starts: exactly where the successor resumes, however
+    the killed process committed -- auto-commit's timer too, whose commit is made in
+    librdkafka's thread and whose report reaches the History late or never. Read only
+    for a process that stored offsets: a ``commit()`` is recorded when it returns."""
+    from ..readers import committed_offsets  # lazy: a client
+
+    return {(topic, p): o for p, o in committed_offsets(cluster, group, topic).items()}
 
 
 def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],

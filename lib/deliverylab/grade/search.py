@@ -10,9 +10,11 @@ process right after the n-th call of each kind, for n over the first few batches
 lands by count, never by timing, and the report says where it landed in the student's
 own words: "after your 2nd flush, before your 2nd offset commit".
 
-:func:`redo_allowed` is the exact bound on what a crash may redo: the values the killed
-process polled since its last commit -- what was uncommitted at the kill, as its History
-shows it -- instead of a fixed tolerance that hid an off-by-one commit.
+:func:`redo_bound` is the exact bound on what a crash may redo: the values the killed
+process polled since its last promise that was durable at the kill (a ``commit()`` it
+made, or a ``store_offsets`` the group had committed by then) -- what was uncommitted at
+the kill -- instead of a fixed tolerance that hid an off-by-one commit; and which of them
+the group still owed the student (stored, not yet committed by auto-commit's timer).
 
 Pure: no clients, no processes; unit-tested on hand-written events.
 """
@@ -95,11 +97,13 @@ class CallCounter:
         p = self.point
         return p is not None and p.kind == kind and self.counts[kind] == p.n
 
-    def words(self, kind: str) -> str:
+    def words(self, kind: str, how: str = "") -> str:
         """Where the process is, in the student's words: "after your 2nd flush, before
         your 2nd offset commit" (the next kind of the cycle, counted as the student's
-        run did: a loop that never flushes shows that too)."""
+        run did: a loop that never flushes shows that too); ``how`` names the call that
+        stood for the kind ("store_offsets, sent by auto-commit")."""
         text = f"after your {ordinal(self.counts.get(kind, 0))} {LABELS[kind]}"
+        text += f" ({how})" if how else ""
         if kind in self.cycle and len(self.cycle) > 1:
             nxt = self.cycle[(self.cycle.index(kind) + 1) % len(self.cycle)]
             text += f", before your {ordinal(self.counts.get(nxt, 0) + 1)} {LABELS[nxt]}"
@@ -115,23 +119,88 @@ class CallCounter:
                 f"{made} {LABELS[p.kind]} call{'s' if made != 1 else ''}")
 
 
-def redo_allowed(events: list[dict[str, Any]], process: str,
-                 commits: Iterable[str] = ("commit",)) -> list[str]:
-    """The values ``process`` polled after its last commit: what a crash of it may redo.
+#: Offsets per (topic, partition): what a commit or a ``store_offsets`` named, or what
+#: the group had committed.
+Offsets = dict[tuple[str, int], int]
 
-    A commit says "everything I polled so far is done"; a value polled before it and
-    written again by the successor was either never done (lost, judged elsewhere) or
-    committed one offset short. Events are the child's, in the order they were written.
+
+def parse_offsets(text: str | None) -> Offsets:
+    """The child's ``in/0@6,in/1@4`` (a commit's or a store's detail) as offsets.
+
+    Kafka topic names hold no ``/``, ``@`` or ``,``; one clear line for anything else."""
+    out: Offsets = {}
+    for item in filter(None, (text or "").split(",")):
+        where, _, offset = item.rpartition("@")
+        topic, _, partition = where.rpartition("/")
+        if not topic or not partition.isdigit() or not offset.lstrip("-").isdigit():
+            raise ValueError(f"offsets {item!r} are not accepted; expected "
+                             "TOPIC/PARTITION@OFFSET, e.g. in/0@6")
+        out[(topic, int(partition))] = int(offset)
+    return out
+
+
+@dataclass(frozen=True)
+class RedoBound:
+    """What a crash of one process may redo, from its events and the group's offsets.
+
+    ``allowed``: the values it polled after its last promise that was durable at the
+    kill -- what was uncommitted then; any other value redone is beyond the bound.
+    ``owed``: those of them a ``store_offsets`` of the student had covered (their offset
+    below the one stored on their partition) while the group had not committed it by the
+    kill: done, promised, and waiting for auto-commit's timer -- the library's debt, not
+    the loop's, so they do not count against the one batch a crash may redo.
     """
-    kinds = set(commits)
-    since: list[str] = []
-    for e in sorted((e for e in events if e.get("process") == process),
-                    key=lambda e: e["t"]):
-        if e["kind"] in kinds and e.get("outcome", "ok") == "ok":
-            since = []
-        elif e["kind"] == "poll":
-            since += [v for v in e.get("values") or [] if v]
-    return since
+
+    allowed: list[str]
+    owed: list[str]
+
+
+def redo_bound(events: list[dict[str, Any]], process: str,
+               committed: Offsets | None = None) -> RedoBound:
+    """The exact bound on what a crash of ``process`` may redo (:class:`RedoBound`).
+
+    A *promise* is the student's word that everything it polled so far is done: a
+    ``commit`` it made (the child makes every ``commit()`` synchronous, so a commit
+    recorded ok had reached the broker when the call returned), or a ``store_offsets``
+    whose offsets the group had committed by the kill (``committed``: the group's
+    offsets read right after the kill, before the successor starts; None: nothing
+    read, every store still owed). A promise is placed by time, not by its offsets: a
+    value polled before it and redone by the successor was committed one offset short,
+    or only on another partition -- beyond the bound.
+
+    A store is judged by the broker, not by the ``on_commit`` reports of auto-commit:
+    librdkafka's timer commits in its own thread some time after the store, and its
+    report reaches the loop behind the messages already fetched, during a later
+    ``consume()`` -- several batches later, or never when the kill comes first. Placed
+    at its own time, a report would cover batches polled after the commit it reports
+    (a correct loop failed); the group's offsets at the kill are exactly where the
+    successor resumes. Those reports are no promise of the loop's (with librdkafka's
+    own offset store they commit what was fetched, done or not).
+    """
+    got = committed or {}
+    mine = sorted((e for e in events if e.get("process") == process), key=lambda e: e["t"])
+    since: list[tuple[str, tuple[str, int] | None, int]] = []
+    owed: set[str] = set()
+    for e in mine:
+        kind, ok = e["kind"], e.get("outcome", "ok") == "ok"
+        if kind == "poll":
+            tp = (e["topic"], e["partition"]) if e.get("partition") is not None else None
+            since += [(v, tp, e.get("offset", -1)) for v in e.get("values") or [] if v]
+        elif kind == "commit" and ok and e.get("how") != "auto":
+            since, owed = [], set()
+        elif kind == "store_offsets" and ok and (stored := parse_offsets(e.get("detail"))):
+            if all(got.get(tp, -1) >= o for tp, o in stored.items()):
+                since, owed = [], set()  # the group had it: a promise kept
+            else:  # promised, and the timer had not committed it when the process died
+                owed |= {v for v, tp, off in since if tp in stored and off < stored[tp]}
+    return RedoBound([v for v, _, _ in since], [v for v, _, _ in since if v in owed])
+
+
+def redo_allowed(events: list[dict[str, Any]], process: str,
+                 committed: Offsets | None = None) -> list[str]:
+    """The values ``process`` polled after its last durable promise: what a crash of it
+    may redo (:func:`redo_bound`)."""
+    return redo_bound(events, process, committed).allowed
 
 
 def redone_values(output: Iterable[str]) -> list[str]:

@@ -27,6 +27,20 @@ Save = str | Path | None
 GREY = "#dddddd"
 
 
+
+def describe(name: str) -> str | None:
+    """What figure ``name`` shows, in words (its docstring without the chapter number),
+    or None for a name that is no figure: the book's alternative text for the image, so
+    a reader without it (or with a screen reader) learns what it shows."""
+    fn = globals().get(name)
+    if not callable(fn) or name.startswith("_") or name == "describe" or not fn.__doc__ \
+            or getattr(fn, "__module__", None) != __name__:
+        return None
+    first = fn.__doc__.strip().split("\n\n", 1)[0]
+    text = " ".join(first.split())
+    head, sep, rest = text.partition(": ")
+    return (rest if sep and head.replace("-", "").isdigit() else text).rstrip(".") + "."
+
 # --- 00: the cluster ---------------------------------------------------------------------
 
 

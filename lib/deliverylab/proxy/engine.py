@@ -3,7 +3,7 @@
 Why a process of its own: in the notebook's process the proxy's loop shared the GIL
 with the student's producer loop, and every chunk it forwarded waited for that loop to
 let go (one round of ``bench/proxy_overhead.py`` fell to 61 % of direct throughput).
-Here the byte pumping (:mod:`.proxylink`) has an interpreter to itself.
+Here the byte pumping (:mod:`.link`) has an interpreter to itself.
 
 The owner (:class:`deliverylab.proxy.proxy.Proxy`, through its ``_Child``) talks over this
 process's stdin and stdout: each message a 4-byte length and a pickle. A request is
@@ -176,7 +176,7 @@ def _first_taker(budgets: list[_B], head: RequestHeader) -> _B | None:
 class Engine:
     """What one ``Proxy`` is inside this process: a listener, its links, its faults.
 
-    The links (:mod:`.proxylink`) read ``_delays``, ``_blackholed``, ``_losses`` and
+    The links (:mod:`.link`) read ``_delays``, ``_blackholed``, ``_losses`` and
     ``_holds`` here and report counts back; the ``do_*`` methods are the owner's verbs.
     """
 

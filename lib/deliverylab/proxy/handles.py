@@ -3,7 +3,7 @@
 Why its own module: the published-bug reproductions (:mod:`deliverylab.chapters.kafka_bugs`) need a
 request to arrive *after* its client gave up on it, which no delay of a connection can
 do. :class:`Hold` is the handle (budget, what was held, the broker's answers); the
-proxy's links do the holding, in the proxy's process (:mod:`.proxyengine`), which
+proxy's links do the holding, in the proxy's process (:mod:`.engine`), which
 tells this handle what it held and what the broker answered.
 """
 

@@ -2,7 +2,7 @@
 socket to the broker, and the bytes between them.
 
 Why its own module: this is the byte pump, the part that must be fast. It runs in the
-proxy process (:mod:`.proxyengine`), never in the notebook's, so forwarding does not
+proxy process (:mod:`.engine`), never in the notebook's, so forwarding does not
 wait for the notebook's GIL. It looks at frame boundaries and the first bytes of each
 header only (see :mod:`.framing`); everything else is forwarded as it arrives.
 """

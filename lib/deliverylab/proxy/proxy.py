@@ -14,7 +14,7 @@ response answers which request without decoding anything else. Bytes are forward
 they arrive; only frame boundaries and the first bytes of each header are looked at.
 
 Process: all proxies of one Python process share one asyncio loop in a process of its
-own (:mod:`.proxyengine`; the forwarding is :mod:`.proxylink`), so forwarding never
+own (:mod:`.engine`; the forwarding is :mod:`.link`), so forwarding never
 waits for the notebook's GIL (with the loop in a thread of the notebook's process, a busy
 producer loop there brought one round of bench/proxy_overhead.py down to 61 % of direct
 throughput). This module is the owner's side: every public method is a request

@@ -52,7 +52,66 @@
       list.appendChild(li);
     });
   }
+
+  // Optional parts: a markdown cell tagged "optional" starts one (JupyterLab shows it
+  // collapsed too: jp-MarkdownHeadingCollapsed). It runs to the next heading of its
+  // level or above; the book folds it behind one button, and opens it when a link (the
+  // sidebar, a search hit) leads inside. Without script everything stays visible.
+  function headingLevel(cell) {
+    var h = cell.querySelector("h1, h2, h3, h4, h5, h6");
+    return h ? Number(h.tagName.charAt(1)) : 0;
+  }
+  function foldOptional() {
+    var parts = [];
+    document.querySelectorAll(".celltag_optional").forEach(function (tagged) {
+      var head = tagged.closest(".jp-Cell") || tagged;
+      var heading = head.querySelector("h1, h2, h3, h4, h5, h6");
+      if (!heading) { return; }
+      var level = headingLevel(head);
+      var hidden = [];
+      for (var el = heading.nextElementSibling; el; el = el.nextElementSibling) {
+        hidden.push(el);
+      }
+      for (var c = head.nextElementSibling; c; c = c.nextElementSibling) {
+        var l = headingLevel(c);
+        if (l && l <= level) { break; }
+        hidden.push(c);
+      }
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "dl-book-optional-toggle";
+      var part = {button: button, hidden: hidden};
+      function set(open) {
+        hidden.forEach(function (el) { el.hidden = !open; });
+        button.setAttribute("aria-expanded", open ? "true" : "false");
+        button.textContent = open ? "Hide this optional part"
+          : "Show this optional part (" + hidden.length + " block" +
+            (hidden.length === 1 ? "" : "s") + ")";
+      }
+      part.set = set;
+      button.addEventListener("click", function () {
+        set(button.getAttribute("aria-expanded") !== "true");
+      });
+      heading.insertAdjacentElement("afterend", button);
+      set(false);
+      parts.push(part);
+    });
+    function openTarget() {
+      if (!window.location.hash) { return; }
+      var target = document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
+      if (!target) { return; }
+      parts.forEach(function (part) {
+        if (part.hidden.some(function (el) { return el.contains(target); })) {
+          part.set(true);
+          target.scrollIntoView();
+        }
+      });
+    }
+    window.addEventListener("hashchange", openTarget);
+    openTarget();
+  }
   document.addEventListener("DOMContentLoaded", function () {
+    foldOptional();
     var box = document.querySelector(".dl-book-search");
     var list = document.querySelector(".dl-book-hits");
     if (!box || !list) { return; }

@@ -7,8 +7,9 @@
   (plus, for the outbox, its relay and the next consumer's fleet). Its methods named
   like the registry's faults (``kill_after_db``...) arm that fault in the running
   instances: a FaultPanel button calls them, and so does a papermill schedule.
-- :func:`run_fault` runs every pattern under one fault, side by side on one input
-  topic, and counts their side effects with :mod:`~deliverylab.services.check`.
+- chapter 06's kit (:func:`~deliverylab.chapters.side_effects.run_fault`) runs every
+  pattern under one fault, side by side on one input topic, and counts their side
+  effects with :mod:`~deliverylab.services.check`.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def crash_scene(cluster: Any, sink: str = "kafka", crash: str | None = "crash_qu
     if crash is not None:
         pipe.run(crash_at=crash_at, crash=crash)
     pipe.run()
-    reads, facts = _read(cluster, pipe, source)
+    reads, facts = _what_readers_see(cluster, pipe, source)
     # Judged against what the sink promises: at-least-once allows a replay's copies.
     allowed = AT_LEAST_ONCE.allowed if sink == "kafka" else frozenset()
     result = C.check(history, reads, allowed, pipeline=(source, pipe.output))
@@ -108,8 +108,14 @@ def crash_scene(cluster: Any, sink: str = "kafka", crash: str | None = "crash_qu
                        (source, pipe.output), facts, time.monotonic() - t0)
 
 
-def _read(cluster: Any, pipe: SparkPipeline, source: str) -> tuple[list[Read], dict[str, int]]:
-    """The output as its readers see it, plus the other readers' view as facts."""
+def _what_readers_see(cluster: Any, pipe: SparkPipeline,
+                      source: str) -> tuple[list[Read], dict[str, int]]:
+    """The output as its readers see it, plus the other readers' view as facts.
+
+    No reader of its own: a Kafka sink's topics are read by the one read-back
+    (:func:`~deliverylab.readers.read_back`), a database's or a folder's by the sink's
+    reader in :mod:`~deliverylab.spark.sinks`.
+    """
 
     facts: dict[str, int] = {}
     reads = read_back(cluster, [source], "read_committed")

@@ -376,7 +376,7 @@ def _start(master: str, conf: dict[str, str]) -> SparkSession:
         # and back (`internalCreateDataFrame(...).rdd`), a per-record cost the V2 reader
         # does not pay (~0.5 s of the duplicates view over 1M records). Session-wide, so
         # batch *writes* to Kafka take the V2 writer too, which refuses the default save
-        # mode (ErrorIfExists): streaming_sinks' Kafka sink says mode("append").
+        # mode (ErrorIfExists): spark/sinks.py's Kafka sink says mode("append").
         # Streaming reads and writes are V2 whatever this list says.
         .config(_V1_LIST, _V1_SOURCES)
     )

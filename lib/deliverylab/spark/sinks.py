@@ -232,36 +232,14 @@ def control_topic(target: str) -> str:
 
 
 def _committed_batch(bootstrap: str, topic: str, qid: str, timeout: float = 30.0) -> int:
-    """The highest batch id committed for ``qid`` (read_committed), or -1."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    """The highest batch id committed for ``qid`` (read_committed), or -1: the control
+    topic's one partition read to its end by the one read-back (a read that cannot get
+    there raises ``ReadTimeout``: a transaction may still be open on it)."""
+    from ..readers import read_records
 
-    from ..clients import config
-
-    consumer = Consumer(config(bootstrap, **{"group.id": f"progress-{qid}",
-                                             "enable.auto.commit": False,
-                                             "isolation.level": "read_committed"}))
-    try:
-        tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
-        _, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
-        consumer.assign([tp])
-        best, end = -1, time.monotonic() + timeout
-        while True:
-            position = consumer.position([tp])[0].offset
-            if high == 0 or (position >= 0 and position >= high):
-                break
-            if time.monotonic() > end:
-                from ..readers import ReadTimeout
-
-                raise ReadTimeout(f"could not read {topic} to offset {high} in "
-                                  f"{timeout:.0f} s (is a transaction still open on it?)")
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            if msg.key() and msg.key().decode() == qid:
-                best = max(best, int(msg.value()))
-        return best
-    finally:
-        consumer.close()
+    records = read_records(bootstrap, [topic], "read_committed", timeout, partition=0)
+    return max((int(r.value) for r in records if r.key and r.key.decode() == qid and
+                r.value is not None), default=-1)
 
 
 def _kafka_txn(spec: QuerySpec, log: OpLog, after_write: AfterWrite):

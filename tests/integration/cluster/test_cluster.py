@@ -14,12 +14,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
 from deliverylab.cluster.quorum import with_quorum
 from deliverylab.errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning
+from deliverylab.readers import read_records
 
 pytestmark = pytest.mark.cluster
 LIB = str(Path(__file__).resolve().parents[3] / "lib")
@@ -34,33 +35,6 @@ def produce(bootstrap: str, topic: str, values: list[bytes], **settings) -> int:
         producer.poll(0)
     assert producer.flush(60) == 0
     return sum(acked)
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, isolation: str,
-             expect: int | None = None, timeout: float = 20.0) -> list[bytes]:
-    """Read a topic from the start; stop at ``expect`` records or at end of partitions."""
-    consumer = Consumer(config(bootstrap, **{
-        "group.id": f"reader-{time.monotonic_ns()}", "isolation.level": isolation,
-        "enable.auto.commit": False, "enable.partition.eof": True}))
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[bytes] = []
-    eof: set[int] = set()
-    end = time.monotonic() + timeout
-    try:
-        while time.monotonic() < end:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == msg.error()._PARTITION_EOF:
-                    eof.add(msg.partition())
-                    if len(eof) == partitions and (expect is None or len(out) >= expect):
-                        break
-                continue
-            out.append(msg.value())
-    finally:
-        consumer.close()
-    return out
 
 
 @pytest.fixture(params=[1, 2, 3, 4, 5], ids=lambda n: f"{n}-brokers")
@@ -120,7 +94,8 @@ def test_produce_and_consume_everything(cluster, topic_name):
     cluster.create_topic(topic_name, partitions=3)
     values = [f"v{i}".encode() for i in range(1000)]
     assert produce(cluster.bootstrap_servers, topic_name, values) == 1000
-    got = read_all(cluster.bootstrap_servers, topic_name, 3, "read_committed", expect=1000)
+    got = [r.value for r in read_records(cluster.bootstrap_servers, [topic_name],
+                                         expect=1000)]
     assert sorted(got) == sorted(values)
     assert set(cluster.status().values()) == {"up"}
 
@@ -169,8 +144,9 @@ def transactions(bootstrap: str, topic: str) -> None:
 
 
 def check_isolation(bootstrap: str, topic: str) -> None:
-    committed = read_all(bootstrap, topic, 2, "read_committed", expect=5)
-    uncommitted = read_all(bootstrap, topic, 2, "read_uncommitted", expect=10)
+    committed = [r.value for r in read_records(bootstrap, [topic], expect=5)]
+    uncommitted = [r.value for r in read_records(bootstrap, [topic], "read_uncommitted",
+                                                 expect=10)]
     assert sorted(committed) == sorted(f"committed-{i}".encode() for i in range(5))
     assert sorted(uncommitted) == sorted(
         [f"committed-{i}".encode() for i in range(5)]

@@ -1,5 +1,5 @@
 """autocommit: argument checks (the crash itself runs against a real broker in chapter 02
-and tests/integration/test_autocommit.py)."""
+and tests/integration/chapters/test_autocommit.py)."""
 
 import pytest
 

@@ -369,3 +369,21 @@ def test_a_plot_gets_its_title_as_alternative_text(built):
     out, _ = built
     page = (out / "02_at_least_once.html").read_text()
     assert '<img alt="Plot drawn by: dl.plots.timeline(history)"' in page
+
+
+def test_an_explanatory_figure_is_described_in_words_not_by_its_call():
+    """Every figure a chapter calls has alternative text that says what it shows (from
+    the figure's own description), never "drawn by: dl.figures.x()"."""
+    from deliverylab.notebook import figures
+
+    labs = Path(__file__).resolve().parents[3] / "labs"
+    calls = {m.group(1) for p in labs.glob("[0-9][0-9]_*.ipynb")
+             for c in json.loads(p.read_text())["cells"] if c["cell_type"] == "code"
+             for m in re.finditer(r"\bdl\.figures\.(\w+)\(", "".join(c["source"]))}
+    assert len(calls) >= 10, calls
+    for name in sorted(calls):
+        alt = book.alt_text(f"dl.figures.{name}()")
+        assert alt.startswith("Figure: ") and "dl.figures" not in alt, (name, alt)
+        assert len(alt) > 30 and alt.endswith("."), (name, alt)
+    assert figures.describe("no_such_figure") is None and figures.describe("describe") is None
+    assert book.alt_text("dl.figures.no_such_figure()").startswith("Plot drawn by:")

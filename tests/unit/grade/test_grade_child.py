@@ -19,8 +19,8 @@ from deliverylab.values import encode
 
 
 class FakeMsg:
-    def __init__(self, seq: int) -> None:
-        self.seq = seq
+    def __init__(self, seq: int, partition: int = 0) -> None:
+        self.seq, self._partition = seq, partition
 
     def error(self):
         return None
@@ -32,7 +32,7 @@ class FakeMsg:
         return "in"
 
     def partition(self):
-        return 0
+        return self._partition
 
     def offset(self):
         return self.seq
@@ -47,6 +47,26 @@ class FakeConsumer:
 
     def commit(self, **kw):
         self.commits.append(kw)
+
+    def store_offsets(self, **kw):
+        if not kw:
+            raise TypeError("expected message or offsets")
+        self.commits.append({"stored": kw})
+
+
+class Trickle(FakeConsumer):
+    """Hands over what its fetches have queued: ``chunks[i]`` on the i-th call, however
+    many were asked for (a consume() whose timeout ran out before the rest arrived)."""
+
+    def __init__(self, chunks: list[list[FakeMsg]]) -> None:
+        super().__init__()
+        self.chunks, self.asked = list(chunks), []
+
+    def consume(self, n, timeout):
+        self.asked.append((n, timeout))
+        got = self.chunks.pop(0) if self.chunks else []
+        assert len(got) <= n
+        return got
 
 
 class FakeProducer:
@@ -71,6 +91,80 @@ def test_polls_and_commits_are_recorded_and_every_commit_is_synchronous(tmp_path
     got = read(tmp_path / "e.jsonl")
     assert [e["kind"] for e in got] == ["poll"] * 3 + ["commit"]
     assert got[0]["values"] == ["producer-0:0"] and got[-1]["detail"] == "in/0@3"
+
+
+def test_a_store_is_recorded_with_the_offsets_librdkafka_stores(tmp_path: Path):
+    """A message's store is its offset + 1 (as librdkafka stores it); offsets given are
+    recorded as given (an off-by-one store stays off by one in the History)."""
+    from confluent_kafka import TopicPartition
+
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    fake = FakeConsumer()
+    c = StudentConsumer(fake, events, KillPlan(events))
+    msgs = c.consume(num_messages=3, timeout=0.1)
+    c.store_offsets(msgs[-1])
+    c.store_offsets(offsets=[TopicPartition("in", 0, 2)])
+    with pytest.raises(TypeError):
+        c.store_offsets()
+    assert fake.commits[0] == {"stored": {"message": msgs[-1]}}
+    got = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "store_offsets"]
+    assert [e["detail"] for e in got] == ["in/0@3", "in/0@2"]
+
+
+def test_with_auto_commit_a_store_is_the_loops_offset_commit(tmp_path: Path):
+    """Auto-commit sends what the loop stored: the store is the crash point "after your
+    offset commit", counted when the call returns (the timer's reports reach the loop
+    batches late). Without auto-commit a store is not a commit: commit() is."""
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    plan = KillPlan(events, cycle=("poll", "flush", "commit"))
+    plan.auto_commit = True
+    c = StudentConsumer(FakeConsumer(), events, plan)
+    c.store_offsets(c.consume(num_messages=3, timeout=0.1)[-1])
+    assert plan.counter.counts["commit"] == 1 and plan.stores == 1
+    assert plan.counter.words("commit", "store_offsets, sent by auto-commit") == (
+        "after your 1st offset commit (store_offsets, sent by auto-commit), "
+        "before your 2nd poll")
+    plan = KillPlan(events, cycle=("poll", "flush", "commit"))
+    c = StudentConsumer(FakeConsumer(), events, plan)
+    c.store_offsets(c.consume(num_messages=3, timeout=0.1)[-1])
+    assert plan.counter.counts["commit"] == 0
+    c.commit(message=FakeMsg(2))
+    assert plan.counter.counts["commit"] == 1
+
+
+def test_a_short_batch_is_filled_while_input_is_left(tmp_path: Path):
+    """full_batches: librdkafka had queued one partition's 4 messages when the timeout
+    ran out; the wrapper waits for the rest, so the batch the loop gets is 10 -- and,
+    no partition holding 10, spans partitions. Recorded as one poll boundary."""
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    fake = Trickle([[FakeMsg(i, 3) for i in range(4)], [], [FakeMsg(i, 5) for i in range(6)]])
+    c = StudentConsumer(fake, events, KillPlan(events, cycle=("poll",)), left=lambda: True)
+    got = c.consume(num_messages=10, timeout=0.5)
+    assert [(m.partition(), m.offset()) for m in got] == [
+        *((3, i) for i in range(4)), *((5, i) for i in range(6))]
+    assert fake.asked == [(10, 0.5), (6, 0.1), (6, 0.1)]
+    assert c._plan.counter.counts["poll"] == 1
+    assert len([e for e in read(tmp_path / "e.jsonl") if e["kind"] == "poll"]) == 10
+
+
+def test_a_batch_is_left_short_when_no_input_is_left_or_nothing_came(tmp_path: Path):
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    # the last message of the input came: the last batch is what is left, and the next
+    # consume() waits only briefly (serving what is due), not its whole timeout
+    answers = iter([True, False, False, False])
+    fake = Trickle([[FakeMsg(0)], [], [], []])
+    c = StudentConsumer(fake, events, KillPlan(events), left=lambda: next(answers))
+    assert len(c.consume(num_messages=10, timeout=0.5)) == 1 and len(fake.asked) == 1
+    assert c.consume(num_messages=10, timeout=0.5) == [] and fake.asked[-1] == (10, 0.1)
+    assert c.consume(num_messages=10) == [] and fake.asked[-1] == (10, 0.1)
+    # nothing at all within the timeout while input is left: empty, no further wait
+    fake = Trickle([[], [FakeMsg(0)]])
+    c = StudentConsumer(fake, events, KillPlan(events), left=lambda: True)
+    assert c.consume(num_messages=10, timeout=0.5) == [] and len(fake.asked) == 1
+    # an exercise without full_batches (04) gets librdkafka's batches as they come
+    fake = Trickle([[FakeMsg(0)], [FakeMsg(1)]])
+    c = StudentConsumer(fake, events, KillPlan(events))
+    assert len(c.consume(num_messages=10, timeout=0.5)) == 1
 
 
 def test_more_than_one_batch_per_consume_is_refused_in_one_line(tmp_path: Path):

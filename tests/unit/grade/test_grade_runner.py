@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from deliverylab.grade import exercise
 from deliverylab.grade.exercises import (
     BROKEN,
@@ -15,8 +17,14 @@ from deliverylab.grade.exercises import (
     UNPLACED,
 )
 from deliverylab.grade.report import Report
-from deliverylab.grade.runner import Run, judge_state, stage_plan, uneven_sizes
-from deliverylab.grade.search import CrashPoint
+from deliverylab.grade.runner import (
+    Run,
+    input_sizes,
+    judge_state,
+    stage_plan,
+    uneven_sizes,
+)
+from deliverylab.grade.search import CrashPoint, redo_beyond, redo_bound
 
 EX = exercise("02")
 PLAN = stage_plan(EX, "crash_consumer", CrashPoint("flush", 2))
@@ -27,6 +35,71 @@ def test_the_input_is_uneven_so_that_batches_span_partitions():
     assert sum(uneven_sizes(40)) == 40
     ends = [6, 6 + 21]
     assert all(s % EX.batch for s in [*uneven_sizes(60), *ends])  # no batch ends there
+    assert input_sizes(exercise("04")) == [6, 21, 33]  # the other exercises keep theirs
+
+
+def test_exercise_02s_partitions_are_each_smaller_than_a_batch_and_uneven():
+    sizes = input_sizes(EX)
+    assert sum(sizes) == EX.values and max(sizes) < EX.batch and EX.full_batches
+    assert len(set(sizes)) > 1
+    from deliverylab.grade.exercises import Exercise
+
+    with pytest.raises(ValueError, match="fewer than 10 values each"):
+        Exercise(id="x", name="x", chapter="x", function="f", faults=("none",),
+                 properties=(), input_sizes=(10, 50), full_batches=True)
+
+
+def orders(sizes: list[int], trials: int = 300):
+    """Orders librdkafka may queue the input in: each partition's messages in offset
+    order, partitions handed over whole in any order (as one fetch does) or interleaved
+    message by message at random (several fetches), seeded."""
+    import random
+
+    rng = random.Random(42)
+    for _ in range(trials):
+        whole = list(range(len(sizes)))
+        rng.shuffle(whole)
+        yield [(p, o) for p in whole for o in range(sizes[p])]
+        left = [p for p, n in enumerate(sizes) for _ in range(n)]
+        rng.shuffle(left)
+        seen = [0] * len(sizes)
+        mixed = []
+        for p in left:
+            mixed.append((p, seen[p]))
+            seen[p] += 1
+        yield mixed
+
+
+def first_commit_redo(order: list[tuple[int, int]], commit_last_only: bool) -> list[str]:
+    """Killed right after the first commit: the values the successor redoes beyond the
+    exact bound. The loop got a full first batch (full_batches) and committed either
+    its last message's partition only, or every partition the batch touched."""
+    batch = order[:EX.batch]
+    events = [{"t": i, "process": "stage-0", "kind": "poll", "topic": "in",
+               "partition": p, "offset": o, "values": [f"p{p}-{o}"]}
+              for i, (p, o) in enumerate(batch)]
+    events.append({"t": len(batch), "process": "stage-0", "kind": "commit"})
+    covered = {p: o + 1 for p, o in batch}
+    if commit_last_only:
+        covered = {batch[-1][0]: batch[-1][1] + 1}
+    redone = [f"p{p}-{o}" for p, o in batch if o >= covered.get(p, 0)]
+    return redo_beyond(redone, redo_bound(events, "stage-0").allowed)
+
+
+def test_every_batch_spans_partitions_so_a_last_partition_commit_is_caught_by_construction():
+    """Whatever order the fetches queue the input in, a full batch of 10 holds two
+    partitions (none holds 10), so committing the last message's partition only leaves
+    another behind, and the kill after the first commit (commit#1, every seed) shows
+    its values redone beyond the bound; a commit of every partition shows none. With
+    the old input (3 partitions of 6, 21, 33) a fetch that queued the 33 first gave
+    single-partition batches: missed."""
+    sizes = input_sizes(EX)
+    for order in orders(sizes):
+        assert len({p for p, _ in order[:EX.batch]}) >= 2
+        assert first_commit_redo(order, commit_last_only=True)
+        assert first_commit_redo(order, commit_last_only=False) == []
+    old = [(2, o) for o in range(33)] + [(0, o) for o in range(6)]
+    assert first_commit_redo(old, commit_last_only=True) == []
 
 
 def test_the_plan_names_the_point_the_calls_counted_and_the_fault():
@@ -199,7 +272,9 @@ def script(stage_events: list[dict], endings: list[tuple[str, str]]):
         def read_events(self):
             now = _time.monotonic()
             return [{**ev, "t": now - 5 + i * 0.01,
-                     **({"topic": self.names[ev["topic"]]} if "topic" in ev else {})}
+                     **({"topic": self.names[ev["topic"]]} if "topic" in ev else {}),
+                     **({"detail": ev["detail"].replace("in/", self.names["in"] + "/")}
+                        if ev["kind"] == "store_offsets" else {})}
                     for i, ev in enumerate(stage_events)]
 
         def close(self):
@@ -216,7 +291,7 @@ def wired(monkeypatch, stage_events, endings, output: list[str]):
 
     values = [f"producer-0:{i}" for i in range(4)]
 
-    def write_input(cluster, topic, n, history, process="producer-0"):
+    def write_input(cluster, topic, sizes, history, process="producer-0"):
         for i, v in enumerate(values):
             history.record("producer-0", "send", "ok", [v], topic=topic, partition=0,
                            offset=i)
@@ -230,6 +305,11 @@ def wired(monkeypatch, stage_events, endings, output: list[str]):
     monkeypatch.setattr(runner, "Nemesis", FakeNemesis)
     monkeypatch.setattr(runner, "Stage", script(stage_events, endings))
     monkeypatch.setattr(runner, "read_back", read_back)
+
+    def unasked(cluster, group, topic):
+        raise AssertionError("the group's offsets are read only after a store")
+
+    monkeypatch.setattr(runner, "committed_at_kill", unasked)
     return runner
 
 
@@ -263,6 +343,70 @@ def test_run_once_judges_an_off_by_one_commit_by_the_exact_bound(monkeypatch, tm
     assert run.counts["redo_beyond"] == 1 and run.counts["pipeline_extra"] == 1
     assert run.passed == {"nothing_lost": True, "one_batch_redone": False, "finishes": True}
     assert run.examples["pipeline_extra"] == [{"value": v[1]}]
+
+
+def stored_run() -> tuple[list[str], list[dict]]:
+    """store_offsets + auto-commit, killed on its 1st commit report: v0 and v1 written
+    and stored each, the timer's report of the first store served during the 3rd
+    consume(), the kill; the successor redoes v1 (stored, not yet committed) and v2."""
+    v = [f"producer-0:{i}" for i in range(4)]
+    return v, [
+        poll("stage-0", v[0], 0), send("stage-0", v[0]),
+        {"process": "stage-0", "kind": "store_offsets", "outcome": "ok", "detail": "in/0@1"},
+        poll("stage-0", v[1], 1), send("stage-0", v[1]),
+        {"process": "stage-0", "kind": "store_offsets", "outcome": "ok", "detail": "in/0@2"},
+        poll("stage-0", v[2], 2), send("stage-0", v[2]),
+        {"process": "stage-0", "kind": "commit", "outcome": "ok", "how": "auto",
+         "detail": "in/0@1"},
+        {"process": "stage-0", "kind": "fault", "fault": "crash_consumer",
+         "outcome": "info", "words": "after your 1st offset commit",
+         "detail": "stage-0 is SIGKILLed after your 1st offset commit"},
+        *(poll("stage-1", x, i) for i, x in enumerate(v) if i),
+        *(send("stage-1", x) for x in v[1:])]
+
+
+def test_run_once_excuses_a_redo_by_the_groups_offsets_read_after_the_kill(monkeypatch,
+                                                                         tmp_path):
+    v, events = stored_run()
+    runner = wired(monkeypatch, events, [("killed", ""), ("done", "")],
+                   [v[0], v[1], v[2], v[1], v[2], v[3]])
+    asked = []
+
+    def committed(cluster, group, topic):
+        asked.append(topic)
+        return {(topic, 0): 1}
+
+    monkeypatch.setattr(runner, "committed_at_kill", committed)
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    assert len(asked) == 1 and asked[0].startswith("in-")  # once, on the run's input
+    assert run.counts["pipeline_extra"] == 2 and run.counts["redo_beyond"] == 0
+    assert run.counts["redo_owed"] == 1 and run.ok
+    assert run.plan["committed_at_kill"] == f"{asked[0]}/0@1"
+    # had the group committed the second store, v1's redo would be beyond the bound
+    monkeypatch.setattr(runner, "committed_at_kill", lambda c, g, t: {(t, 0): 2})
+    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    assert run.counts["redo_beyond"] == 1 and run.passed["one_batch_redone"] is False
+
+
+def test_run_once_does_not_judge_a_store_whose_fate_it_could_not_read(monkeypatch,
+                                                                     tmp_path):
+    from confluent_kafka import KafkaException
+
+    v, events = stored_run()
+    runner = wired(monkeypatch, events, [("killed", ""), ("done", "")],
+                   [v[0], v[1], v[2], v[1], v[2], v[3]])
+
+    def unreachable(cluster, group, topic):
+        raise KafkaException("coordinator not available")
+
+    monkeypatch.setattr(runner, "committed_at_kill", unreachable)
+    sol = tmp_path / "s.py"
+    sol.write_text("def consume_loop(c, p, o, r): pass\n")
+    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    assert run.state == BROKEN and set(run.passed.values()) == {None}
+    assert "committed offsets could not be read" in run.reason
 
 
 def test_run_once_does_not_judge_a_crash_it_could_not_place(monkeypatch, tmp_path):

@@ -14,8 +14,10 @@ from deliverylab.grade.search import (
     crash_points,
     db_commit,
     ordinal,
+    parse_offsets,
     redo_allowed,
     redo_beyond,
+    redo_bound,
     redone_values,
 )
 
@@ -116,6 +118,143 @@ def test_a_batch_written_but_not_committed_may_be_redone():
     events = [ev(1, "poll", ["a"]), ev(2, "commit"), ev(3, "poll", ["b", "c"])]
     output = ["a", "b", "c", "b", "c"]
     assert redo_beyond(redone_values(output), redo_allowed(events, "stage-0")) == []
+
+
+def polled(t: float, offsets: range, partition: int = 0, topic: str = "in") -> list[dict]:
+    """One poll event per message, as the child writes them: value ``p<P>-<offset>``."""
+    return [{"t": t + i * 0.001, "process": "stage-0", "kind": "poll", "topic": topic,
+             "partition": partition, "offset": o, "values": [f"p{partition}-{o}"],
+             "outcome": "ok"} for i, o in enumerate(offsets)]
+
+
+def vals(offsets: range, partition: int = 0) -> list[str]:
+    return [f"p{partition}-{o}" for o in offsets]
+
+
+def stored(t: float, detail: str) -> dict:
+    return {"t": t, "process": "stage-0", "kind": "store_offsets", "outcome": "ok",
+            "detail": detail}
+
+
+def auto(t: float, detail: str) -> dict:
+    """An on_commit report of auto-commit's timer, as the child records it."""
+    return {"t": t, "process": "stage-0", "kind": "commit", "outcome": "ok", "how": "auto",
+            "detail": detail}
+
+
+ONE_BATCH = exercise("02").prop("one_batch_redone")
+
+
+def judged(events: list[dict], committed: dict | None, redone: list[str]) -> dict[str, int]:
+    """The counts the runner gives the property for one crash run."""
+    bound = redo_bound(events, "stage-0", committed)
+    return {"pipeline_extra": len(redone),
+            "redo_beyond": len(redo_beyond(redone, bound.allowed)),
+            "redo_owed": len(set(redone) & set(bound.owed))}
+
+
+def autocommit_loop() -> list[dict]:
+    """The correct store_offsets + auto-commit loop, killed on its first commit report.
+
+    Batches of 10 (offsets 0-9, 10-19, 20-29) are each written, then stored; the timer's
+    report of its commit of the first store comes behind the messages fetched before it,
+    during the 4th consume(): the kill (commit#1). What the group had committed by then
+    is the broker's to say, not the report's."""
+    return [*polled(1, range(0, 10)), stored(1.5, "in/0@10"),
+            *polled(2, range(10, 20)), stored(2.5, "in/0@20"),
+            *polled(3, range(20, 30)), stored(3.5, "in/0@30"),
+            auto(4, "in/0@10")]
+
+
+def test_a_store_the_group_had_not_committed_at_the_kill_is_owed_not_the_loops_redo():
+    """The false failure: the group had committed only the first store when the process
+    died; the successor redoes 20 values, stored by the loop, still owed by the timer.
+    They are within the bound and excused from the one batch."""
+    events = autocommit_loop()
+    redone = vals(range(10, 30))
+    bound = redo_bound(events, "stage-0", {("in", 0): 10})
+    assert bound.allowed == redone and bound.owed == redone
+    assert ONE_BATCH.holds(judged(events, {("in", 0): 10}, redone), "crash_consumer")
+    # three stores owed (nothing committed yet): 30 redone, every one owed
+    assert ONE_BATCH.holds(judged(events, {("in", 0): -1001}, vals(range(0, 30))),
+                           "crash_consumer")
+
+
+def test_what_the_group_had_committed_may_not_be_redone_whatever_the_reports_said():
+    """The timer had committed the third store too, its report never reached the
+    History: the broker says so, and a redo of the second batch would be beyond."""
+    events = autocommit_loop()
+    bound = redo_bound(events, "stage-0", {("in", 0): 30})
+    assert bound.allowed == [] and bound.owed == []
+    counts = judged(events, {("in", 0): 30}, vals(range(10, 20)))
+    assert counts["redo_beyond"] == 10 and not ONE_BATCH.holds(counts, "crash_consumer")
+
+
+def test_an_auto_commit_report_is_no_promise_of_the_loop():
+    """With librdkafka's own offset store (auto-commit left on), the timer commits what
+    was fetched, done or not: its report clears nothing, excuses nothing. A loop that
+    never commits redoes everything: two batches and more fail."""
+    events = [*polled(1, range(0, 10)), auto(1.5, "in/0@10"), *polled(2, range(10, 20))]
+    bound = redo_bound(events, "stage-0", {("in", 0): 10})
+    assert bound.allowed == vals(range(0, 20)) and bound.owed == []
+    assert not ONE_BATCH.holds(judged(events, {("in", 0): 10}, vals(range(0, 20))),
+                               "crash_consumer")
+
+
+def test_a_loop_that_stores_late_gets_no_excuse_for_what_it_had_not_stored():
+    """Stores every other batch (commits too late): killed after writing the 3rd batch,
+    the 2nd was never stored. Whatever the timer owed, 20 values are the loop's own."""
+    events = [*polled(1, range(0, 10)), *polled(2, range(10, 20)), stored(2.5, "in/0@20"),
+              *polled(3, range(20, 30)), *polled(4, range(30, 40))]
+    # the group had the store: the 3rd and 4th batches are redone, none owed
+    counts = judged(events, {("in", 0): 20}, vals(range(20, 40)))
+    assert counts == {"pipeline_extra": 20, "redo_beyond": 0, "redo_owed": 0}
+    assert not ONE_BATCH.holds(counts, "crash_consumer")
+    # the group did not: 40 redone, the 20 stored are owed, the 20 unstored are not
+    counts = judged(events, {("in", 0): -1001}, vals(range(0, 40)))
+    assert counts["redo_owed"] == 20 and not ONE_BATCH.holds(counts, "crash_consumer")
+
+
+def test_a_store_that_covers_one_partition_excuses_nothing_on_the_others():
+    """store_offsets(message=msgs[-1]) stores the last message's partition only: the
+    other partition's values are not owed; once the group has the store, redoing them
+    is beyond the bound (polled before a kept promise)."""
+    events = [*polled(1, range(0, 4), partition=1), *polled(1.1, range(0, 6), partition=2),
+              stored(1.5, "in/2@6"), *polled(2, range(6, 16), partition=2)]
+    redone = [*vals(range(0, 4), 1), *vals(range(6, 16), 2)]
+    assert redo_bound(events, "stage-0", {("in", 2): -1001}).owed == vals(range(0, 6), 2)
+    counts = judged(events, {("in", 2): -1001}, redone)
+    assert counts["redo_owed"] == 0 and not ONE_BATCH.holds(counts, "crash_consumer")
+    counts = judged(events, {("in", 2): 6}, redone)
+    assert counts["redo_beyond"] == 4 and not ONE_BATCH.holds(counts, "crash_consumer")
+
+
+def test_an_off_by_one_store_is_caught_as_an_off_by_one_commit():
+    """store_offsets(offsets=[TopicPartition(t, p, m.offset())]): the store names 9 for
+    a batch at offsets 0-9; the group committed it; the successor reads 9 again, polled
+    before a promise the broker kept: beyond the bound."""
+    events = [*polled(1, range(0, 10)), stored(1.5, "in/0@9"), *polled(2, range(10, 20))]
+    counts = judged(events, {("in", 0): 9}, vals(range(9, 20)))
+    assert counts["redo_beyond"] == 1 and not ONE_BATCH.holds(counts, "crash_consumer")
+
+
+def test_a_commit_the_loop_made_is_a_promise_whatever_the_broker_shows():
+    """commit() is made synchronously by the child: recorded ok, it had reached the
+    broker. A commit every third batch gets no excuse: 20 written values redone."""
+    events = [*polled(1, range(0, 10)), ev(1.5, "commit"), *polled(2, range(10, 20)),
+              *polled(3, range(20, 30))]
+    assert redo_bound(events, "stage-0", None) == redo_bound(events, "stage-0", {})
+    counts = judged(events, None, vals(range(10, 30)))
+    assert counts == {"pipeline_extra": 20, "redo_beyond": 0, "redo_owed": 0}
+    assert not ONE_BATCH.holds(counts, "crash_consumer")
+    assert ONE_BATCH.holds(judged(events, None, vals(range(20, 30))), "crash_consumer")
+
+
+def test_offsets_parse_from_the_childs_detail_and_bad_ones_are_one_line():
+    assert parse_offsets("in-x.1/0@6,in-x.1/2@14") == {("in-x.1", 0): 6, ("in-x.1", 2): 14}
+    assert parse_offsets(None) == {} == parse_offsets("")
+    with pytest.raises(ValueError, match="offsets 'in@6' are not accepted"):
+        parse_offsets("in@6")
 
 
 def look(db: sqlite3.Connection, seen: list[str], last: int) -> tuple[bool, int]:

@@ -49,7 +49,11 @@ class FakeFrame:
         return self
 
     def collect(self):
-        return list(self.rows)
+        # Spark's Rows answer both row["name"] and row.name (students write either);
+        # pyspark.sql.Row is plain Python, no JVM.
+        from pyspark.sql import Row
+
+        return [Row(**r) for r in self.rows]
 
 
 def batch_rows(batch: int, size: int = 4) -> list[dict]:
@@ -175,10 +179,18 @@ def test_the_reference_writes_each_record_once(tmp_path: Path, monkeypatch, faul
     assert sorted(rows) == sorted(r["provenance"] for b in range(4) for r in batch_rows(b))
 
 
+#: Wrong solutions whose mistake only a second driver process shows: here a "kill" is
+#: replayed in this one process, where Python's string hash keeps its salt. The
+#: calibration on real drivers catches them (tests/integration/grade).
+ONLY_A_NEW_PROCESS_SHOWS = {"builtin_hash_key"}
+
+
 @pytest.mark.parametrize("at", [0, 1, 2])
 def test_each_wrong_solution_fails_the_cell_it_names(tmp_path: Path, monkeypatch, at):
     want = sorted(r["provenance"] for b in range(4) for r in batch_rows(b))
     for what, path in EX.wrong().items():
+        if what in ONLY_A_NEW_PROCESS_SHOWS:
+            continue
         work = tmp_path / what
         work.mkdir()
         text = path.read_text()

@@ -5,6 +5,9 @@ holds records of several partitions, the others keep their old committed offsets
 crash redoes everything read from them since their last lucky commit, far more than the
 batch in flight. A student writes it because the docs show ``commit(message=msg)`` in a
 per-message loop, and while each fetch hands over one partition at a time it works.
+The grader's input makes every batch span partitions (no partition holds a whole batch,
+and its consume() hands over full batches), so the kill right after the first commit
+catches it on every seed.
 """
 
 EXPECTED_FAILURE = "crash_consumer x one_batch_redone"
