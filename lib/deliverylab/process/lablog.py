@@ -34,6 +34,10 @@ LOG_ENV = "DELIVERYLAB_LOG"
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 _handler: logging.FileHandler | None = None
+#: Every default-named log this process opened (the temporary folder can change under a
+#: running process, e.g. a test's TMPDIR, and the handler with it): all are removed at
+#: exit, not only the last one. Keyed by pid: a forked child leaves its parent's alone.
+_opened: set[tuple[int, str]] = set()
 
 
 def path() -> Path:
@@ -66,6 +70,8 @@ def _attach() -> None:
         _handler.close()
     # delay: the file exists only once there is something in it.
     _handler = logging.FileHandler(target, encoding="utf-8", delay=True)
+    if not os.environ.get(LOG_ENV):
+        _opened.add((os.getpid(), _handler.baseFilename))
     _handler.setFormatter(logging.Formatter(_FORMAT))
     root.addHandler(_handler)
     root.setLevel(logging.INFO)
@@ -98,14 +104,13 @@ def warnings_to_log(category: type[Warning], name: str) -> Iterator[list[str]]:
 
 
 def _remove_at_exit() -> None:
-    """Close and remove this process's default log (one named by ``$DELIVERYLAB_LOG``
-    is its owner's to keep)."""
-    if _handler is None:
-        return
-    _handler.close()
-    if os.environ.get(LOG_ENV):
-        return
-    Path(_handler.baseFilename).unlink(missing_ok=True)
+    """Close and remove every default-named log this process opened (one named by
+    ``$DELIVERYLAB_LOG`` is its owner's to keep)."""
+    if _handler is not None:
+        _handler.close()
+    for pid, name in _opened:
+        if pid == os.getpid():
+            Path(name).unlink(missing_ok=True)
 
 
 atexit.register(_remove_at_exit)

@@ -80,3 +80,30 @@ def test_a_normal_exit_removes_the_default_log_and_keeps_a_named_one(tmp_path):
     subprocess.run([sys.executable, "-c", code], env={**env, lablog.LOG_ENV: str(named)},
                    check=True, capture_output=True)
     assert "noted" in named.read_text()
+
+
+def test_a_log_left_behind_when_the_temporary_folder_changed_is_removed_too(tmp_path):
+    """A process whose temporary folder changes while it runs (a test's TMPDIR) opens a
+    second default log; at exit both go, not only the last (the unit suite left one in
+    /tmp per run)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    code = ("from deliverylab.process import lablog; import tempfile\n"
+            "lablog.logger('x').warning('one')\n"
+            f"tempfile.tempdir = {str(second)!r}\n"
+            "lablog.logger('x').warning('two')\n"
+            "print(sorted(p.name for p in __import__('pathlib').Path("
+            f"{str(tmp_path)!r}).rglob('*.log')))\n")
+    lib = str(Path(lablog.__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": lib, "TMPDIR": str(first)}
+    env.pop(lablog.LOG_ENV, None)
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.count(".log") == 2, run.stdout  # both were written while it ran
+    assert list(tmp_path.rglob("*.log")) == []
