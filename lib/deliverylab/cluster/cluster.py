@@ -525,21 +525,22 @@ class Cluster:
             return None
         return meta.partitions.get(partition)
 
+    def _known_partition(self, topic: str, partition: int, timeout: float) -> Any:
+        """Its metadata, waiting for a lagging broker (after ``create_topic`` saw one
+        know it, another may not yet); still unknown after ``timeout``: a bad name."""
+        try:
+            return self.wait_partition(topic, partition, timeout)
+        except ClusterNotReady:
+            raise bad_value("topic/partition", f"{topic}/{partition}",
+                            "an existing topic and partition (create_topic first)") from None
+
     def leader(self, topic: str, partition: int = 0, timeout: float = 5.0) -> int:
         """The node that leads ``topic``/``partition`` now (-1 while there is none)."""
-        meta = self._partition(topic, partition, timeout)
-        if meta is None:
-            raise bad_value("topic/partition", f"{topic}/{partition}",
-                            "an existing topic and partition (create_topic first)")
-        return meta.leader
+        return self._known_partition(topic, partition, timeout).leader
 
     def isr(self, topic: str, partition: int = 0, timeout: float = 5.0) -> list[int]:
         """The in-sync replicas of ``topic``/``partition`` now."""
-        meta = self._partition(topic, partition, timeout)
-        if meta is None:
-            raise bad_value("topic/partition", f"{topic}/{partition}",
-                            "an existing topic and partition (create_topic first)")
-        return list(meta.isrs)
+        return list(self._known_partition(topic, partition, timeout).isrs)
 
     def wait_partition(self, topic: str, partition: int = 0, timeout: float = 30.0) -> Any:
         """The partition's metadata once the answering broker knows it (right after a
