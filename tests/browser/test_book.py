@@ -154,7 +154,7 @@ def test_every_chapter_reads_offline_with_plots_presses_and_no_stderr(
     links = page.locator("a.dl-book-chapter-link")
     assert links.count() == len(CHAPTERS) == 10
     assert page.locator(".dl-book-verdict", has_text="claim held").count() == len(
-        CHAPTERS), page.locator(".dl-book-contents").inner_text()
+        CHAPTERS), page.locator("ol.dl-book-contents").inner_text()
     page.screenshot(path=str(shots / "index.png"), full_page=True)
     for chapter in CHAPTERS:
         page.goto((built / f"{chapter}.html").as_uri())
