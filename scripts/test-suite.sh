@@ -43,16 +43,12 @@ if [ $# -eq 0 ] && [ "${DELIVERYLAB_PREBUILD:-1}" != 0 ]; then
     echo "test suite: building the lab image beside the parallel part (log: build/prebuild.log)"
 fi
 
-# Each test's CPU (tests/conftest.py), summed at the end by scripts/test-cpu.py.
-rm -f test-artifacts/test-cpu.jsonl
-
 # One test at a time to whichever worker is free, in conftest's order (the longest
 # first): xdist's default chunks would hand one worker every chapter at once.
 "$PY" -m pytest -n "$WORKERS" --dist load --maxschedchunk 1 -m "not solo" "$@"
 code=$?
 [ $code -eq 5 ] && code=0  # "no test selected": the arguments picked none of this part
 if [ $code -ne 0 ]; then
-    "$PY" scripts/test-cpu.py --top 20 || true
     exit $code
 fi
 
@@ -70,5 +66,4 @@ fi
 "$PY" -m pytest -m solo "$@"
 code=$?
 [ $code -eq 5 ] && code=0
-"$PY" scripts/test-cpu.py --top 20 || true
 exit $code

@@ -79,81 +79,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=group)
 
 
-# --- what each test cost the machine ------------------------------------------------------
-
-#: Each test's CPU seconds, one JSON line per test in this file: the suite is CPU-bound
-#: on two cores, so where its time goes is where its CPU goes. Summed up by
-#: scripts/test-cpu.py. Measured by a cpuacct cgroup of the test process where the host
-#: lets it make one (cgroup v1, as root): every process the test starts -- a chapter's
-#: kernel, its JVMs, their reapers -- is born in it, whoever reaps it; containers are not
-#: (the Docker engine places them). Elsewhere, this process's and its reaped children's
-#: rusage, which misses every process reaped by another (``cpu_from`` says which).
-CPU_LOG = "test-cpu.jsonl"
-_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-_cpu_group: list[Path] = []  # this process's group, once made
-
-
-def _cpu_seconds() -> tuple[float, str]:
-    """CPU seconds used so far by this process and what it started, and how measured."""
-    import resource
-
-    if not _cpu_group and _CPUACCT.is_dir():
-        group = _CPUACCT / "deliverylab-tests" / f"{os.getpid()}"
-        for stale in group.parent.glob("*") if group.parent.is_dir() else ():
-            try:  # a group of a process that died without leaving it: empty, removable
-                if stale != group and not (stale / "cgroup.procs").read_text().strip():
-                    stale.rmdir()
-            except OSError:
-                pass
-        try:
-            group.mkdir(parents=True, exist_ok=True)
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-            _cpu_group.append(group)
-        except OSError:
-            _cpu_group.append(Path())  # not allowed here: rusage from now on
-    if _cpu_group and _cpu_group[0] != Path():
-        try:
-            return int((_cpu_group[0] / "cpuacct.usage").read_text()) / 1e9, "cgroup"
-        except (OSError, ValueError):
-            pass
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, "rusage"
-
-
-def _leave_cpu_group() -> None:
-    """Back to the root group, and the group removed (it stays while a process that
-    outlived its test is still in it: that is the leak check's business, not this)."""
-    if not _cpu_group or _cpu_group[0] == Path():
-        return
-    try:
-        (_CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
-        _cpu_group[0].rmdir()
-    except OSError:
-        pass
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    import json
-
-    cpu0, _ = _cpu_seconds()
-    wall0 = time.monotonic()
-    yield
-    if item.config.getoption("collectonly", False):
-        return
-    cpu1, how = _cpu_seconds()
-    line = {"test": item.nodeid, "cpu_s": round(cpu1 - cpu0, 1),
-            "wall_s": round(time.monotonic() - wall0, 1), "cpu_from": how,
-            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
-    os.makedirs(ARTIFACTS, exist_ok=True)
-    with open(Path(ARTIFACTS) / CPU_LOG, "a") as log:
-        log.write(json.dumps(line) + "\n")
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A worker that ends alive leaves no empty dump behind (nor its CPU group)."""
-    _leave_cpu_group()
+    """A worker that ends alive leaves no empty dump behind."""
     dump = config.stash.get(_CRASH_FILE, None)
     if dump is None:
         return
