@@ -130,7 +130,8 @@ CHP := build/chp/node_modules/.bin/configurable-http-proxy
 $(CHP):
 	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
 # Empty: the plan's cap (classroom/plan.py default_mem_limit_gb: the heaviest chapter's
-# peak RSS x 1.25, 2.75 GB from chapter 07 unless results/classroom-plan says more). A
+# peak RSS x 1.25, 3 GB from chapter 07 (classroom/sizing.json) unless
+# results/classroom-plan says more). A
 # host where no cap can be set (no writable cgroup v1 or v2) refuses to start the class
 # unless ALLOW_UNCAPPED=1.
 MEM_LIMIT_GB ?=

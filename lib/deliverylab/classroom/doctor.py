@@ -28,13 +28,6 @@ from ..errors import LabError
 from ..runtime import classpaths, jars
 
 GIB = 1024**3
-#: Measured (``bench/docker_cluster.py``; docs/measurements.md): a 3-broker cluster uses
-#: about 0.6 GB resident, Spark's driver about 0.5-0.7 GB once it has read a topic, the
-#: kernel and JupyterLab about 0.3 GB. The heaviest chapter, 07 (three brokers, two
-#: Connect clusters, Spark), peaked at 2.2 GiB RSS for everything of one student through
-#: the hub (``bench/hub_course.py``, light profile): rounded up so a student never swaps.
-NEED_MEMORY = 2.5 * GIB
-WANT_MEMORY = 3.0 * GIB
 NEED_DISK = 1.0 * GIB  # logs and topic data of a chapter are small; the jars ~0.5 GB
 JUPYTER_PORT = 8888
 
@@ -77,15 +70,34 @@ def check_java() -> Check:
     return Check("java", "PASS", f"{java} (version {_version_of(java)})")
 
 
+def memory_needed(students: int = 1) -> tuple[float, float]:
+    """Bytes needed and comfortable, from the plan's record (``classroom/sizing.json``,
+    the figures ``make classroom-plan`` and the guides give), so every reader says one
+    figure. One student (a laptop, default profile): the heaviest chapter's measured
+    peak RSS (chapter 07), up to 0.5 GB; comfortable, the cap the plan would give it.
+    A class (a hub, light profile): the host reserve plus the plan's memory per seat
+    each; comfortable, the reserve plus every student at the plan's cap at once."""
+    from .plan import _round_up, host_memory_gb, limit_gb, read_record, recorded
+
+    if students == 1:
+        peak = read_record()["one_student"]["peak_rss"]
+        return _round_up(peak / GIB, 0.5) * GIB, limit_gb(peak) * GIB
+    need, want = host_memory_gb(students, recorded("light"))
+    return need * GIB, want * GIB
+
+
 def check_memory(students: int = 1) -> Check:
     import psutil
 
     mem = psutil.virtual_memory()
-    need, want = NEED_MEMORY * students, WANT_MEMORY * students
+    need, want = memory_needed(students)
     detail = (f"{_gib(mem.available)} available of {_gib(mem.total)}; the lab needs "
               f"{_gib(need)}" + (f" for {students} students" if students > 1 else ""))
     fix = ("close other programs (browsers with many tabs, IDEs), or give Docker Desktop "
            "more memory; a 1-broker cluster (`Cluster.start(brokers=1)`) needs a third")
+    if students > 1:
+        fix = ("a host with more memory, or fewer students: `make classroom-plan "
+               "PLAN_MEASURE=0 CORES=... MEMORY=...` says how many fit")
     if mem.available < need:
         return Check("memory", "FAIL", detail, fix)
     if mem.available < want:
@@ -219,9 +231,10 @@ def check_docker() -> list[Check]:
     mem, _, version = proc.stdout.decode().strip().partition(" ")
     engine_mem = int(mem) if mem.isdigit() else 0
     out = [Check("docker", "PASS", f"engine {version} answers, {_gib(engine_mem)} memory")]
-    if engine_mem and engine_mem < NEED_MEMORY:
+    need = memory_needed(1)[0]
+    if engine_mem and engine_mem < need:
         out[0] = Check("docker", "FAIL", f"the engine has only {_gib(engine_mem)} memory",
-                       f"give Docker Desktop / colima at least {_gib(NEED_MEMORY)} "
+                       f"give Docker Desktop / colima at least {_gib(need)} "
                        "(Settings > Resources, or `colima start --memory 4`)")
     image = dk.resolve_image()
     if dk.image_present(image):

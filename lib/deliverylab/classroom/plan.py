@@ -63,11 +63,11 @@ HOST_RESERVE_GB = 2.0
 #: A server's memory limit over its measured peak RSS: the peak of a chapter run
 #: with a student's own extra cells is not the bench's.
 LIMIT_HEADROOM = 1.25
-#: The heaviest chapter's peak RSS for everything of one student through the hub,
-#: light profile: chapter 07 (three brokers, two Connect clusters, Spark), 2.2 GiB
-#: (bench/hub_course.py, commit 0bb8d09). The class's default cap is sized from it when
-#: no saved measurement (``chapters-<profile>.json``) says otherwise.
-HUB_PEAK_RSS_GB = 2.2
+#: The fit's inputs of the last full measurement, per profile, checked in beside this
+#: module (``--record`` writes it): what ``make doctor``, ``make classroom``'s default
+#: cap, the Kubernetes values (:mod:`.kubernetes`) and the guides' tables read, so they
+#: give one figure. Measurements of this host (``--out``) win where they are complete.
+RECORD = Path(__file__).with_name("sizing.json")
 #: Where ``make classroom-plan`` and ``bench/hub_course.py --save`` keep measurements.
 PLAN_FOLDER = Path(__file__).resolve().parents[3] / "results" / "classroom-plan"
 #: jupyterhub-idle-culler's own default ``--timeout`` (seconds), also Zero to
@@ -153,23 +153,80 @@ def fit(fig: Figures, cores: int, memory_gb: float, class_size: int | None = Non
         notes.append(f"{class_size} students, {students} seats: the rest wait for a "
                      f"culled server; a restarted stack costs {fig.start_wall_s:.0f} s")
     return Fit(cores, memory_gb, by_memory, by_cpu, students,
-               mem_limit_gb=_round_up(fig.peak_rss * LIMIT_HEADROOM / GB, 0.25),
+               mem_limit_gb=limit_gb(fig.peak_rss),
                cpu_limit=float(min(cores, max(1.0, _round_up(run_cores, 0.5)))),
                concurrent_spawn_limit=min(spawn, max(students, 1)),
                cull_timeout_s=CULL_SHORT_S if short else CULL_DEFAULT_S, notes=notes)
 
 
-def default_mem_limit_gb(folder: Path = PLAN_FOLDER, profile: str = "light") -> float:
+def default_mem_limit_gb(folder: Path = PLAN_FOLDER, profile: str = "light",
+                         record: Path = RECORD) -> float:
     """Each student's memory cap when the instructor gives none (``make classroom``'s
-    default): the heaviest chapter's peak RSS -- the largest saved for ``profile`` in
-    ``folder``'s ``chapters-<profile>.json``, or :data:`HUB_PEAK_RSS_GB` -- times
-    :data:`LIMIT_HEADROOM`, to 0.25 GB, as :func:`fit` sizes it."""
-    peak = HUB_PEAK_RSS_GB * GB
+    default): the heaviest chapter's peak RSS -- the recorded one (:data:`RECORD`), or
+    a larger one saved for ``profile`` in ``folder``'s ``chapters-<profile>.json`` --
+    times :data:`LIMIT_HEADROOM`, to 0.25 GB, as :func:`fit` sizes it."""
+    peak = recorded(profile, record).peak_rss
     path = peaks_path(folder, profile)
     if path.exists():
         rows = parse_peaks(path.read_text(), str(path))
         peak = max([peak, *(r["peak_rss"] for r in rows if r["peak_rss"])])
-    return _round_up(peak * LIMIT_HEADROOM / GB, 0.25)
+    return limit_gb(peak)
+
+
+def limit_gb(peak_rss: float) -> float:
+    """A server's memory limit for a peak RSS (bytes): x :data:`LIMIT_HEADROOM`, up to
+    0.25 GB."""
+    return _round_up(peak_rss * LIMIT_HEADROOM / GB, 0.25)
+
+
+# --- the record: one sizing for every reader ----------------------------------------------
+
+#: Figures fields a record holds per profile (``notes`` are the report's, not kept).
+RECORD_FIELDS = ("marginal_pss", "peak_rss", "run_cpu_s", "run_wall_s", "start_cpu_s",
+                 "start_wall_s", "limit_chapter", "seat_chapter")
+
+
+def read_record(path: Path = RECORD) -> dict[str, Any]:
+    """The record, checked: a profile lacking a field is one ``LabError`` naming it."""
+    try:
+        data = json.loads(Path(path).read_text())
+        profiles = data["profiles"]
+        for name, fig in profiles.items():
+            if missing := [k for k in RECORD_FIELDS if k not in fig]:
+                raise LabError(f"{path}: profile {name} lacks {', '.join(missing)}; "
+                               "write it again with --record")
+        data["one_student"]["peak_rss"]  # noqa: B018 -- present, or the KeyError below
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LabError(f"{path}: not a sizing record ({exc!r}); write it with "
+                       "`python -m deliverylab.classroom.plan --record`") from exc
+    return data
+
+
+def recorded(profile: str = "light", path: Path = RECORD) -> Figures:
+    """``profile``'s recorded figures (:data:`RECORD`)."""
+    got = read_record(path)["profiles"]
+    if profile not in got:
+        raise bad_value("profile", profile, f"one recorded in {path}: {', '.join(got)}")
+    return Figures(profile, **{k: got[profile][k] for k in RECORD_FIELDS},
+                   notes=[f"figures recorded in {Path(path).name}, not measured on this host"])
+
+
+def record_text(figs: list[Figures], one_student: Mapping[str, Any], source: str) -> str:
+    """The record's JSON for ``figs`` (bytes, CPU and wall seconds as measured) and the
+    one-student figure ``make doctor`` checks a laptop against."""
+    return json.dumps({
+        "source": source, "one_student": dict(one_student),
+        "profiles": {f.profile: {k: getattr(f, k) for k in RECORD_FIELDS} for f in figs},
+    }, indent=1) + "\n"
+
+
+def host_memory_gb(students: int, fig: Figures, reserve_gb: float = HOST_RESERVE_GB
+                   ) -> tuple[float, float]:
+    """What a host running ``students`` servers needs (the host reserve plus a seat
+    each) and what is comfortable (the reserve plus every student at their cap at
+    once), in GB: the same figures :func:`fit` sizes a host with."""
+    need = reserve_gb + students * fig.marginal_pss / GB
+    return need, reserve_gb + students * limit_gb(fig.peak_rss)
 
 
 def hub_settings(f: Fit) -> str:
@@ -474,6 +531,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--memory", type=float, default=None,
                    help="host memory in GB (default: this machine's)")
     p.add_argument("--class-size", type=int, default=None)
+    p.add_argument("--record", type=Path, default=None, metavar="PATH",
+                   help=f"write the fit's inputs of every profile measured in --out to "
+                        f"PATH (the checked-in record: {RECORD.name} beside plan.py)")
     return p.parse_args(argv)
 
 
@@ -517,11 +577,27 @@ def main(argv: list[str] | None = None) -> int:
                               for k, s in r["per_student"].items()), flush=True)
     memory = args.memory or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GB
     data = load(args.out)
+    if args.record is not None:
+        figs = [figures(data, p) for p in PROFILES if p in data["class"]]
+        if not figs:
+            print(f"--record: no profile has the fit's inputs in {args.out}", file=sys.stderr)
+            return 1
+        source = f"make classroom-plan, {args.out}, {os.uname().nodename}"
+        args.record.write_text(record_text(figs, read_record()["one_student"], source))
+        print(f"recorded {', '.join(f.profile for f in figs)} in {args.record}")
     if not data["class"] and not data["stacks"]:
-        print(f"no class runs measured in {args.out} yet: the fit needs chapter 02 by 1 and "
-              "more students (`make classroom-plan`, or --stacks 02 --students 1 2 3)",
+        print(f"no class runs measured in {args.out}: the fit from the recorded figures "
+              f"({RECORD.name}); measure this host with `make classroom-plan`",
               file=sys.stderr)
-        return 0 if args.stacks is not None else 1
+        if args.stacks is not None:
+            return 0
+        for p in read_record()["profiles"]:
+            f = fit(recorded(p), args.cores, round(memory, 1), args.class_size)
+            print(f"### Profile {p} (recorded) on {args.cores} cores, {memory:.1f} GB\n"
+                  f"{f.students} students (memory allows {f.by_memory}, CPU {f.by_cpu})\n"
+                  + "".join(f"- {n}\n" for n in f.notes)
+                  + f"```python\n{hub_settings(f)}\n```\n")
+        return 0
     print(report(data, args.cores, round(memory, 1), args.class_size))
     return 1 if failed else 0
 

@@ -48,6 +48,20 @@ def test_too_little_memory_fails_and_says_what_to_do(monkeypatch):
     assert check.status == "FAIL" and "1.0 GB available" in check.detail
     assert "brokers=1" in check.fix
     assert doctor.check_memory(students=10).detail.endswith("for 10 students")
+    assert "make classroom-plan" in doctor.check_memory(students=10).fix
+
+
+def test_the_memory_asked_is_the_plans_recorded_sizing():
+    """One figure everywhere (issue 40): a laptop needs chapter 07's peak (2.3 GB) up
+    to 0.5 GB; a class host the reserve plus the plan's memory per seat, and every
+    student at the plan's cap is comfortable -- the README's and the guide's figures."""
+    from deliverylab.classroom import plan
+
+    assert [round(x / doctor.GIB, 2) for x in doctor.memory_needed(1)] == [2.5, 3.0]
+    need, want = doctor.memory_needed(30)
+    seat = plan.recorded("light")
+    assert need == pytest.approx((2.0 + 30 * seat.marginal_pss / doctor.GIB) * doctor.GIB)
+    assert (round(need / doctor.GIB), want / doctor.GIB) == (54, 92.0)  # 1.74 a seat, 3G
 
 
 def test_missing_java_fails_with_the_install_line(monkeypatch):

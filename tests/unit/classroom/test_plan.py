@@ -242,3 +242,68 @@ def test_a_class_file_without_its_fields_is_named(tmp_path: Path):
     (tmp_path / "class-light-1.json").write_text('{"students": 1}')
     with pytest.raises(LabError, match=r"class-light-1.json: not a measurement .* 'profile'"):
         plan.load(tmp_path)
+
+
+# --- the record: one sizing for doctor, the hub's default cap, Kubernetes, the guides ----
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("cores, memory, light_students, spawn", [
+    (2, 24.0, 6, 1), (8, 32.0, 17, 7), (16, 64.0, 35, 14), (32, 128.0, 72, 28)])
+def test_the_record_gives_the_guides_table(cores, memory, light_students, spawn):
+    """The checked-in record reproduces the fit both guides print, row by row: the
+    figures a reader meets are the ones the code sizes with."""
+    f = plan.fit(plan.recorded("light"), cores, memory)
+    assert (f.students, f.mem_limit_gb, f.concurrent_spawn_limit, f.cpu_limit) == (
+        light_students, 3.0, spawn, 1.0)
+    row = f"| {cores} cores, {memory:g} GB"
+    for guide in ("docs/instructors.md", "docs/measurements.md"):
+        line = next(ln for ln in (ROOT / guide).read_text().splitlines()
+                    if ln.startswith(row))
+        assert f"| {light_students} (" in line and f"concurrent_spawn_limit={spawn}`" in line
+    assert round(plan.recorded("light").marginal_pss / GB, 2) == 1.74
+    assert "30 x 1.74 + 2 = 54 GB" in (ROOT / "docs/instructors.md").read_text()
+
+
+def test_a_record_round_trips_and_a_bad_one_is_named(tmp_path: Path):
+    path = tmp_path / "sizing.json"
+    path.write_text(plan.record_text([FIG], {"peak_rss": 2 * GB}, "hand-made"))
+    got = plan.recorded("light", path)
+    assert (got.marginal_pss, got.peak_rss, got.run_cpu_s) == (0.9 * GB, 1.3 * GB, 120.0)
+    with pytest.raises(BadValue, match="profile='default'"):
+        plan.recorded("default", path)
+    path.write_text(json.dumps({"profiles": {"light": {"peak_rss": 1}}, "one_student": {}}))
+    with pytest.raises(LabError, match="profile light lacks marginal_pss"):
+        plan.recorded("light", path)
+    path.write_text("{half")
+    with pytest.raises(LabError, match="sizing.json: not a sizing record"):
+        plan.read_record(path)
+
+
+def test_a_saved_heavier_chapter_raises_the_default_cap_above_the_records(tmp_path: Path):
+    assert plan.default_mem_limit_gb(tmp_path) == 3.0  # nothing saved: the record's
+    (tmp_path / "chapters-light.json").write_text(json.dumps([_row("08_cost", 3000, 3100,
+                                                                   3300)]))
+    assert plan.default_mem_limit_gb(tmp_path) == 4.0  # 3100 MiB x 1.25 = 3.78, up
+
+
+def test_without_measurements_the_plan_prints_the_recorded_fit(tmp_path: Path, capsys):
+    assert plan.main(["--out", str(tmp_path), "--cores", "16", "--memory", "64"]) == 0
+    out = capsys.readouterr()
+    assert "the fit from the recorded figures" in out.err
+    assert "### Profile light (recorded) on 16 cores, 64.0 GB\n35 students" in out.out
+    assert "c.Spawner.mem_limit = '3G'" in out.out
+
+
+def test_record_writes_the_measured_figures(tmp_path: Path, capsys):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    _light_folder(folder, [_row("02_at_least_once", 919, 1014, 1190),
+                           _row("07_exactly_once_sources", 1976, 2263, 2867)])
+    out = tmp_path / "sizing.json"
+    assert plan.main(["--out", str(folder), "--record", str(out), "--cores", "2",
+                      "--memory", "24"]) == 0
+    got = plan.recorded("light", out)
+    assert got.peak_rss == 2263 * MIB and got.limit_chapter == "07_exactly_once_sources"
+    assert plan.read_record(out)["one_student"] == plan.read_record()["one_student"]
