@@ -207,8 +207,13 @@ def recorded(profile: str = "light", path: Path = RECORD) -> Figures:
     got = read_record(path)["profiles"]
     if profile not in got:
         raise bad_value("profile", profile, f"one recorded in {path}: {', '.join(got)}")
-    return Figures(profile, **{k: got[profile][k] for k in RECORD_FIELDS},
-                   notes=[f"figures recorded in {Path(path).name}, not measured on this host"])
+    fig = Figures(profile, **{k: got[profile][k] for k in RECORD_FIELDS},
+                  notes=[f"figures recorded in {Path(path).name}, not measured on this host"])
+    fig.notes.append(f"memory limit from {fig.limit_chapter}, memory per seat from "
+                     f"{fig.seat_chapter}" + ("" if fig.limit_chapter != "02_at_least_once"
+                                              else ": chapter 02 alone, heavier chapters "
+                                              "need more"))
+    return fig
 
 
 def record_text(figs: list[Figures], one_student: Mapping[str, Any], source: str) -> str:
