@@ -42,8 +42,9 @@ def test_a_heavier_record_changes_the_limits_with_it():
 
 def spawner_config(values: dict[str, Any]) -> Any:
     """The KubeSpawner configuration the chart makes of ``values`` (its
-    jupyterhub_config.py, key by key, for the keys this file sets), then
-    ``hub.config`` as given: the chart hands that to traitlets unchanged."""
+    files/hub/jupyterhub_config.py, read for this at the chart's commit 48ea50e: key by
+    key, for the keys this file sets), then ``hub.config`` as given: the chart hands that
+    to traitlets unchanged."""
     from traitlets.config import Config
 
     su, c = values["singleuser"], Config()
@@ -64,8 +65,7 @@ def spawner_config(values: dict[str, Any]) -> Any:
     volume = storage["dynamic"]["volumeNameTemplate"]
     ks.pvc_name_template = storage["dynamic"]["pvcNameTemplate"]
     ks.storage_capacity = storage["capacity"]
-    ks.volumes = [{"name": volume, "persistentVolumeClaim": {
-        "claimName": storage["dynamic"]["pvcNameTemplate"]}}]
+    ks.volumes = [{"name": volume, "persistentVolumeClaim": {"claimName": "{pvc_name}"}}]
     ks.volume_mounts = [{"name": volume, "mountPath": storage["homeMountPath"]}]
     for cls, traits in values["hub"]["config"].items():
         for name, value in traits.items():
