@@ -90,6 +90,19 @@ def test_an_existing_archive_is_mapped_and_may_be_ignored_when_stale(cache):
     assert "-Xshare:auto" in opts
 
 
+def test_a_short_lived_driver_compiles_with_c1_and_collects_serially_last(
+        cache, monkeypatch):
+    # Last: the JVM takes the last of a repeated flag, so a profile cannot undo it.
+    monkeypatch.setenv("DELIVERYLAB_PROFILE", "light")
+    opts = session._driver_java_options(short_lived=True).split()
+    assert opts[-len(session.SHORT_LIVED_DRIVER_OPTS):] == session.SHORT_LIVED_DRIVER_OPTS
+    assert "-XX:TieredStopAtLevel=1" in opts and "-XX:+UseSerialGC" in opts
+    monkeypatch.delenv("DELIVERYLAB_PROFILE")
+    # The kernel's session keeps the profile's JIT and collector (default: the JVM's).
+    assert not set(session.SHORT_LIVED_DRIVER_OPTS) & set(
+        session._driver_java_options().split())
+
+
 def test_recording_writes_to_the_given_file_and_maps_none(cache):
     session.class_archive().write_bytes(b"old")
     opts = session._driver_java_options(record=cache / "new.partial.jsa").split()
