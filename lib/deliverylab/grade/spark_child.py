@@ -198,7 +198,7 @@ def run(spec: dict[str, Any]) -> int:
     query = QuerySpec(spec["bootstrap"], spec["input"], "database", spec["database"],
                       spec["checkpoint"], spec["state"], spec["process"],
                       int(spec["max_offsets"]), master=spec.get("master"))
-    spark = session(spec.get("master"), short_lived=True)
+    spark = session(spec.get("master"))
     spark.sparkContext.setLogLevel("ERROR")
     commits = Commits(events, spec["checkpoint"])
     events.write("start", detail=f"Spark driver on {spark.sparkContext.master}")

@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     spec = QuerySpec.from_json(argv[0])
-    run_query(session(spec.master, short_lived=True), spec)
+    run_query(session(spec.master), spec)
     return 0
 
 

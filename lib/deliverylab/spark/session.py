@@ -147,20 +147,23 @@ def _prune_archives(keep: Path, max_age_s: float = ARCHIVE_MAX_AGE_S) -> None:
             pass
 
 
-#: JVM options of a driver that lives for one short query over a few dozen records (the
-#: grader's and chapter 05's child drivers), in every profile: the C1 compiler only and
-#: the serial collector. Such a driver spends most of its CPU compiling with C2 and
-#: collecting with G1's threads for a query that ends in seconds; measured on 2 cores,
-#: exercise 05's grade (both crashes at one point, 3 drivers) took 27-30 CPU-s with these
-#: against 47-56 without, and ran faster (26-29 s against 33-37 s wall).
-SHORT_LIVED_DRIVER_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                           "-XX:ReservedCodeCacheSize=64m"]
+#: JVM options of every Spark driver the lab starts (the kernel's, the grader's and
+#: chapter 05's child drivers), in every profile: the C1 compiler only and the serial
+#: collector. The lab's queries read teaching-sized topics (hundreds to thousands of
+#: records), so a driver spends most of its CPU compiling with C2 and collecting with G1's
+#: threads, not querying. Measured on 2 cores, alternating runs: a kernel-like session
+#: (start, then 16 small views over 5,000 records) took 28.2-28.8 CPU-s and 21.2-21.7 s
+#: with these against 47.7-50.4 CPU-s and 27.2-27.7 s without; exercise 05's grade at one crash
+#: point (3 child drivers and a cluster) 27-30 CPU-s against 47-56, and ran faster.
+#: A caller's own ``spark.driver.extraJavaOptions`` replaces all of the lab's.
+DRIVER_JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                   "-XX:ReservedCodeCacheSize=64m"]
 
 
-def _driver_java_options(record: Path | None = None, short_lived: bool = False) -> str:
+def _driver_java_options(record: Path | None = None) -> str:
     """spark.driver.extraJavaOptions: our log config, plus the class archive when one
-    exists (or, with ``record``, the file to record one into at the JVM's exit), plus
-    :data:`SHORT_LIVED_DRIVER_OPTS` for a ``short_lived`` driver."""
+    exists (or, with ``record``, the file to record one into at the JVM's exit), then
+    :data:`DRIVER_JVM_OPTS` and the profile's."""
     opts = [f"-Dlog4j.configurationFile={_log_config()}", *temp_opts(temp_dir())]
     if record is not None:
         opts.append(f"-XX:ArchiveClassesAtExit={record}")
@@ -169,9 +172,7 @@ def _driver_java_options(record: Path | None = None, short_lived: bool = False) 
             opts += [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
         # A classroom's caps ($DELIVERYLAB_PROFILE); the archive is recorded by the
         # lab's own JVM whatever the profile (its classes map under either collector).
-        opts += current_profile().spark_driver_opts
-        if short_lived:  # last: the JVM takes the last of a repeated flag
-            opts += SHORT_LIVED_DRIVER_OPTS
+        opts += DRIVER_JVM_OPTS + current_profile().spark_driver_opts
     return " ".join(opts)
 
 
@@ -227,8 +228,7 @@ def _has_connector(spark: SparkSession) -> bool:
         return False
 
 
-def session(master: str | None = None, conf: dict[str, str] | None = None,
-            short_lived: bool = False) -> SparkSession:
+def session(master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
     """The kernel's SparkSession with Kafka's connector, started on first use.
 
     ``master`` (else ``$DELIVERYLAB_SPARK_MASTER``, else ``local[2]``) only matters for
@@ -238,8 +238,6 @@ def session(master: str | None = None, conf: dict[str, str] | None = None,
 
     The connector jars come from the lab's cache through ``spark.jars`` (never
     ``spark.jars.packages``), so a session starts offline once ``make setup`` has run.
-    ``short_lived``: a child driver that runs one short query and exits
-    (:data:`SHORT_LIVED_DRIVER_OPTS`); the kernel's session is not one.
     """
     global _session
     with _session_lock:
@@ -250,7 +248,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None,
                 _say(f"Spark is already running on {running}; reusing it (call "
                      f"Inspector.stop() first to switch to {master})")
             return _session
-        _session = _start(wanted, conf or {}, short_lived)
+        _session = _start(wanted, conf or {})
         return _session
 
 
@@ -333,7 +331,7 @@ def _jvm_output(log: Path) -> Iterator[Path]:
             os.close(fd)
 
 
-def _start(master: str, conf: dict[str, str], short_lived: bool = False) -> SparkSession:
+def _start(master: str, conf: dict[str, str]) -> SparkSession:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -384,7 +382,7 @@ def _start(master: str, conf: dict[str, str], short_lived: bool = False) -> Spar
         .config("spark.ui.showConsoleProgress", "false")  # progress bars garble notebooks
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         # The class archive (if `make setup` recorded one) maps ~2 s of class loading.
-        .config("spark.driver.extraJavaOptions", _driver_java_options(short_lived=short_lived))
+        .config("spark.driver.extraJavaOptions", _driver_java_options())
         .config("spark.local.dir", str(tmp))
         .config("spark.executor.extraJavaOptions", " ".join(executor_opts))
         # Batch reads of Kafka through the DataSource V2 scan (KafkaScan): the V1
