@@ -5,8 +5,8 @@
 # machines often reach only a Debian mirror. This builds an image with the same layout
 # as apache/kafka (/opt/kafka/libs, `java` on PATH, user 1000) from:
 #   * a Debian root filesystem made by debootstrap with a Java 17 runtime, from the
-#     mirror this machine's apt already uses (docker/debian-base.sh, shared with the lab
-#     image; cached as a tarball: the slow part), and
+#     mirror this machine's apt already uses (docker/debian-base.sh: one base shared
+#     with the lab image; cached as a tarball: the slow part), and
 #   * the very Kafka jars the local backend runs (the lab's cache, `make setup`).
 # A second run finds the image (its label records the inputs: the jars' contents and
 # modes, the scripts, the JVM options) and does nothing.
@@ -30,7 +30,7 @@ IMAGE="${DELIVERYLAB_BUILD_IMAGE:-deliverylab/kafka:$KAFKA_VERSION$SUFFIX}"
 SUITE=bookworm
 ARCH="$(dpkg --print-architecture 2>/dev/null || uname -m)"
 CACHE="${DELIVERYLAB_CACHE:-$HOME/.cache/deliverylab}/docker"
-BASE="deliverylab/debian-jre:17-$SUITE$SUFFIX"
+BASE="deliverylab/debian:$SUITE$SUFFIX"  # shared with the lab image (debian-base.sh)
 
 mkdir -p "$CACHE"
 say() { echo "broker image: $*" >&2; }
@@ -51,7 +51,7 @@ if [ "$have" = "$inputs" ]; then
     exit 0
 fi
 
-bash "$HERE/debian-base.sh" jre17 "$BASE" openjdk-17-jre-headless \
+bash "$HERE/debian-base.sh" "$BASE" \
     || fail "no base image $BASE (the line above says why)"
 
 ctx="$(mktemp -d)"

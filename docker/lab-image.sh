@@ -4,8 +4,8 @@
 # Why: `docker compose up` builds it from python:3.11-slim-bookworm and PyPI. Where no
 # image registry is reachable (CI here, classrooms behind a proxy) this builds the same
 # Dockerfile on a local base and an offline bundle instead:
-#   * deliverylab/debian-lab:bookworm, a Debian root filesystem made by debootstrap from
-#     the mirror apt uses (docker/debian-base.sh, as for the broker image), with Java 17,
+#   * deliverylab/debian:bookworm, a Debian root filesystem made by debootstrap from
+#     the mirror apt uses (docker/debian-base.sh, the broker image's base too), with Java 17,
 #     Python 3.11 and venv, the docker CLI (docker.io), make and ps (cached as a tarball:
 #     the slow part, once);
 #   * docker/lab-bundle/, filled by `python -m deliverylab.classroom.bundle make` (wheels and jars,
@@ -27,8 +27,7 @@ SUFFIX="${DELIVERYLAB_IMAGE_SUFFIX:-}"
 IMAGE="${DELIVERYLAB_LAB_IMAGE:-deliverylab/lab:latest$SUFFIX}"
 SUITE=bookworm
 CACHE="${DELIVERYLAB_CACHE:-$HOME/.cache/deliverylab}/docker"
-LOCAL_BASE="deliverylab/debian-lab:$SUITE$SUFFIX"
-PACKAGES=openjdk-17-jre-headless,python3,python3-venv,docker.io,make,procps,ca-certificates
+LOCAL_BASE="deliverylab/debian:$SUITE$SUFFIX"  # shared with the broker image
 
 mkdir -p "$CACHE"
 say() { echo "lab image: $*" >&2; }
@@ -59,7 +58,7 @@ if [ "$have" = "$inputs" ]; then
 fi
 
 if [ "$OFFLINE" = 1 ]; then
-    bash "$HERE/debian-base.sh" lab "$LOCAL_BASE" "$PACKAGES" \
+    bash "$HERE/debian-base.sh" "$LOCAL_BASE" \
         || fail "no python:3.11-slim-bookworm image, and no $LOCAL_BASE (the line above" \
                 "says why); or set DELIVERYLAB_LAB_BASE"
 fi

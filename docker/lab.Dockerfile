@@ -5,7 +5,7 @@
 # Kafka and Spark jars are pure Java, so Apple Silicon builds a native image.
 #   BASE           any Debian bookworm image with Python 3.11 (default
 #                  python:3.11-slim-bookworm; compose: DELIVERYLAB_LAB_BASE). The offline
-#                  build uses deliverylab/debian-lab:bookworm, which has every package
+#                  build uses deliverylab/debian:bookworm, which has every package
 #                  below already (docker/lab-image.sh makes it by debootstrap).
 #   PIP_INDEX_URL  a PyPI mirror, for classrooms behind one
 # With no network, docker/lab-image.sh fills docker/lab-bundle/ (`make bundle`: wheels

@@ -45,7 +45,7 @@ from pathlib import Path
 from ..errors import BrokerExited, LabError, PortTaken, TimedOut
 from ..runtime import jars
 from ..waiting import wait_until
-from .local import BROKER_JVM_OPTS, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
+from .local import BROKER_JVM_OPTS, C1_ONLY, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
 from .properties import ClusterSpec, NodePorts, render, server_properties
 
 IMAGE_ENV = "DELIVERYLAB_KAFKA_IMAGE"
@@ -205,8 +205,9 @@ class DockerBackend:
         self.project = f"deliverylab-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.peers = f"{self.project}-peers"
         self.clients = f"{self.project}-clients"
-        self.broker_opts = " ".join([*BROKER_JVM_OPTS, *CONTAINER_JVM_OPTS, *(jvm_opts or [])])
-        self.controller_opts = " ".join([*CONTROLLER_JVM_OPTS, *CONTAINER_JVM_OPTS,
+        self.broker_opts = " ".join([*BROKER_JVM_OPTS, *C1_ONLY, *CONTAINER_JVM_OPTS,
+                                     *(jvm_opts or [])])
+        self.controller_opts = " ".join([*CONTROLLER_JVM_OPTS, *C1_ONLY, *CONTAINER_JVM_OPTS,
                                          *(jvm_opts or [])])
         self.tool_opts = " ".join(TOOL_JVM_OPTS)
         self.containers: dict[int, str] = {}

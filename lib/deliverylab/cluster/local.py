@@ -43,14 +43,15 @@ CONTROLLER_JVM_OPTS = [
     "-XX:ReservedCodeCacheSize=32m", "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true", "-Dlog4j2.disable.jmx=true",
 ]
-# Local JVMs only (DockerBackend builds its containers' options from BROKER_JVM_OPTS and
-# its own CONTAINER_JVM_OPTS, without this; it was measured on local JVMs):
-# TieredStopAtLevel=1, the C1 compiler only. At start-up three JVMs on two cores spend
-# much of their CPU in C2 compiling; with C1 only a 3-broker cluster is ready ~1.4 s
-# sooner and each broker holds ~30 MB less (bench/cluster_start.py). The price is peak
+# TieredStopAtLevel=1, the C1 compiler only, for every broker and controller (local JVMs
+# and containers, DockerBackend adds it too). At start-up three JVMs on two cores spend
+# much of their CPU in C2 compiling; with C1 only a local 3-broker cluster is ready ~1.4 s
+# sooner and each broker holds ~30 MB less (bench/cluster_start.py); a container cluster's
+# whole life (start, 3,000 writes, stop) took 11.7-12.3 CPU-s against 17.8-18.0 and was
+# ready in 6.5-7.3 s against 9.1-9.9 (2 cores, alternating runs). The price is peak
 # broker throughput, which a Python client loop does not reach (bench/proxy_overhead.py
 # prints the direct rate); jvm_opts=["-XX:TieredStopAtLevel=4"] brings C2 back.
-LOCAL_JVM_OPTS = ["-XX:TieredStopAtLevel=1"]
+C1_ONLY = ["-XX:TieredStopAtLevel=1"]
 # A voter that knows no leader waits a random 1-2 election timeouts before it stands: at
 # every start that is a second of nobody leading. 500 ms (Kafka's default is 1000) halves
 # it; noticing a dead leader is controller.quorum.fetch.timeout.ms (2 s), unchanged.
@@ -90,9 +91,9 @@ class LocalBackend:
         profile = current_profile()
         # Temporary files in the cluster's workdir, removed with it (runtime/java.py).
         tmp = temp_opts(workdir / "tmp")
-        self.broker_opts = [*BROKER_JVM_OPTS, *LOCAL_JVM_OPTS, *tmp, *shared,
+        self.broker_opts = [*BROKER_JVM_OPTS, *C1_ONLY, *tmp, *shared,
                             *profile.broker_opts, *(jvm_opts or [])]
-        self.controller_opts = [*CONTROLLER_JVM_OPTS, *LOCAL_JVM_OPTS, *tmp, *shared,
+        self.controller_opts = [*CONTROLLER_JVM_OPTS, *C1_ONLY, *tmp, *shared,
                                 *profile.controller_opts, *(jvm_opts or [])]
         self.spec: ClusterSpec | None = None
         self.tool_opts = [*TOOL_JVM_OPTS, *tmp, *shared]

@@ -46,20 +46,18 @@ PROFILES: dict[str, Profile] = {
     "default": Profile("default", "the lab's own sizes (a laptop, one student)"),
     "light": Profile(
         "light",
-        "classroom: smaller broker heaps, a Spark driver of 512 MB at most, starting "
-        "at 64 MB, on the serial collector with the C1 compiler only",
+        "classroom: smaller broker heaps and a Spark driver of 512 MB at most",
         # A teaching broker holds a few thousand records; its heap stays well under this.
         broker_opts=["-Xmx256m", "-XX:MaxDirectMemorySize=64m"],
         controller_opts=["-Xmx96m"],
         # 512m: Spark refuses a driver whose usable heap is under 1.5 x 300 MB reserved
-        # (UnifiedMemoryManager's minimum system memory, 450 MB): 512m clears it.
+        # (UnifiedMemoryManager's minimum system memory, 450 MB): 512m clears it. Every
+        # driver already starts at 64 MB on the serial collector with C1 only (spark/
+        # session.py DRIVER_JVM_OPTS; the initial heap was otherwise 1/64 of the host's
+        # memory, 377 MB on a 24 GB host, and eden, once allocated through, stays
+        # resident: the driver was the largest part of a student, 0.42 of 0.70 GB PSS
+        # with chapter 02's stack, before those options).
         spark_conf={"spark.driver.memory": "512m"},
-        # -Xms64m: the JVM's initial heap is otherwise 1/64 of the host's memory (377 MB
-        # on a 24 GB host, 1 GB on a 64 GB one), and eden, once allocated through, stays
-        # resident; measured, the driver was the largest part of a student (0.42 of
-        # 0.70 GB PSS with chapter 02's stack) before this line.
-        spark_driver_opts=["-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                           "-XX:ReservedCodeCacheSize=64m"],
     ),
 }
 

@@ -54,7 +54,7 @@ def test_recording_prunes_only_old_archives_of_other_keys(cache):
     assert keep.exists() and recent.exists() and not old.exists()
 
 
-def test_without_an_archive_the_driver_gets_only_the_log_config_and_its_tmpdir(
+def test_without_an_archive_the_driver_gets_the_log_config_its_tmpdir_and_the_jit(
         cache, tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path / "own"))
     monkeypatch.setattr(session.tempfile, "tempdir", None)  # re-read TMPDIR
@@ -63,7 +63,7 @@ def test_without_an_archive_the_driver_gets_only_the_log_config_and_its_tmpdir(
     opts = session._driver_java_options().split()
     assert opts == [f"-Dlog4j.configurationFile={cache / 'inspector-log4j2.properties'}",
                     "-XX:-UsePerfData", f"-Djava.io.tmpdir={folder}",
-                    f"-Dorg.xerial.snappy.tempdir={folder}"]
+                    f"-Dorg.xerial.snappy.tempdir={folder}", *session.DRIVER_JVM_OPTS]
     assert session.temp_dir() == folder and folder.is_dir()
 
 
@@ -88,6 +88,17 @@ def test_an_existing_archive_is_mapped_and_may_be_ignored_when_stale(cache):
     assert f"-XX:SharedArchiveFile={session.class_archive()}" in opts
     # A stale archive (other jars, other Java) must fall back silently, never fail.
     assert "-Xshare:auto" in opts
+
+
+def test_every_driver_compiles_with_c1_and_collects_serially_before_the_profile(
+        cache, monkeypatch):
+    opts = session._driver_java_options().split()
+    assert opts[-len(session.DRIVER_JVM_OPTS):] == session.DRIVER_JVM_OPTS
+    # A profile's options come after (the JVM takes the last of a repeated flag).
+    monkeypatch.setenv("DELIVERYLAB_PROFILE", "light")
+    light = session._driver_java_options().split()
+    assert light[len(opts) - len(session.DRIVER_JVM_OPTS):len(opts)] == session.DRIVER_JVM_OPTS
+    assert light[len(opts):] == session.current_profile().spark_driver_opts
 
 
 def test_recording_writes_to_the_given_file_and_maps_none(cache):
