@@ -13,6 +13,11 @@ and fault buttons record from different threads. It saves as JSON Lines, one op 
 line, so ``spark.read.json(path)`` and ``pandas.read_json(path, lines=True)`` read it
 without a custom schema.
 
+A child process (a Spark driver, a service instance, a zombie) records into an
+:class:`OpLog` instead: the same lines, appended one op at a time so a ``SIGKILL`` loses
+none, on the clock every process shares; :meth:`History.merge_logs` reads several such
+logs back into one History, by time. No other module writes or reads op logs.
+
 This module also holds :class:`Read` (one record of the final read-back of a topic, what
 checkers compare the History against) and :func:`classify`, which turns a librdkafka
 error into ``fail`` or ``info``.
@@ -22,10 +27,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time as _time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from json.encoder import encode_basestring_ascii
 from operator import attrgetter
 from pathlib import Path
@@ -33,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from confluent_kafka import KafkaError, KafkaException
 
-from .errors import bad_value
+from .errors import LabError, bad_value
 from .values import ValueId, parse
 
 if TYPE_CHECKING:
@@ -148,6 +154,11 @@ class History:
         """Seconds since this History was created (monotonic)."""
         return _time.monotonic() - self._t0
 
+    @property
+    def origin(self) -> float:
+        """This History's zero on ``time.monotonic()``'s clock, the clock of op logs."""
+        return self._t0
+
     def append(self, op: Op) -> Op:
         """Append one op and return it."""
         if not isinstance(op, Op):
@@ -177,21 +188,10 @@ class History:
         ``error`` may be a ``KafkaError``, a ``KafkaException``, any exception or a
         string; it is stored as a short name (``"_MSG_TIMED_OUT"``) via :func:`error_name`.
         """
-        op = Op(
-            process=process,
-            kind=kind,
-            outcome=outcome,
-            time=self.now() if time is None else time,
-            values=tuple(values),  # type: ignore[arg-type]  # normalised by Op
-            topic=topic,
-            partition=partition,
-            offset=offset,
-            txn=txn,
-            error=None if error is None else error_name(error),
-            detail=detail,
-            fault=fault,
-        )
-        return self.append(op)
+        return self.append(_new_op(process, kind, outcome, values, topic=topic,
+                                   partition=partition, offset=offset, txn=txn, error=error,
+                                   detail=detail, fault=fault,
+                                   time=self.now() if time is None else time))
 
     def faults(self) -> list[Op]:
         """The fault ops, in order: what was done to the cluster and the clients."""
@@ -239,12 +239,126 @@ class History:
         with Path(path).open(encoding="utf-8") as src:
             return cls(Op.from_record(json.loads(line)) for line in src if line.strip())
 
+    def merge_logs(self, paths: Iterable[str | Path]) -> LogRead:
+        """Append the ops of child processes' op logs (:class:`OpLog`), all logs merged
+        by time, each op moved onto this History's clock. Returns what was read (its
+        ops on this clock), with the count of lines a kill cut short and that were
+        skipped. A log that does not exist holds no op (its process died first)."""
+        read = read_logs(paths)
+        ops = tuple(replace(op, time=round(op.time - self._t0, 6)) for op in read.ops)
+        with self._lock:
+            self._ops.extend(ops)
+        return LogRead(ops, read.torn)
+
     def to_pandas(self) -> pd.DataFrame:
         """The ops as a DataFrame, one row per op (columns even when empty)."""
         import pandas as pd
 
         columns = [f.name for f in fields(Op)]
         return pd.DataFrame.from_records(self.to_records(), columns=columns)
+
+
+def _new_op(process: str, kind: str, outcome: str, values: Iterable[str | ValueId] = (), *,
+            time: float, error: object = None, **fields: Any) -> Op:
+    """The op :meth:`History.record` and :meth:`OpLog.record` build: ``error`` may be any
+    exception or a KafkaError, stored as its short name (:func:`error_name`)."""
+    return Op(process, kind, outcome, time, tuple(values),  # type: ignore[arg-type]
+              error=None if error is None else error_name(error), **fields)
+
+
+# --- a child process's op log ---------------------------------------------------------
+
+
+class OpLog:
+    """The op log of one child process: append-only JSON Lines, one :class:`Op` a line.
+
+    A child (a Spark driver, a service instance, a zombie) records here what it did, so
+    that its parent can read it after the child was SIGKILLed -- which is the point of
+    most children the lab starts. So each op is one ``os.write`` of one whole line to a
+    file opened ``O_APPEND``: nothing waits in a buffer of the process for a kill to
+    lose, and two threads of one process never interleave their lines. No ``fsync``: a
+    killed process's writes are in the kernel already; only a crash of the machine
+    loses them, and the lab crashes none.
+
+    Times are ``time.monotonic()`` seconds, the one clock every process of the host
+    shares and no wall-clock jump moves; :meth:`History.merge_logs` puts them on a
+    History's clock (``History.origin`` is its zero on this clock). The lines are
+    :meth:`History.save`'s. One log per process: then a line a kill cut short can only
+    be the last, and a writer that goes on after such a line starts a new one.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._looked = False  # at how the file ends (a torn line?), before our first op
+
+    def __repr__(self) -> str:
+        return f"<OpLog {self.path}>"
+
+    def now(self) -> float:
+        """The log's clock (so a :class:`~deliverylab.clients.Recorder` can record here)."""
+        return _time.monotonic()
+
+    def append(self, op: Op) -> Op:
+        """Write ``op`` (its ``time`` on ``time.monotonic()``'s clock) as one line, now."""
+        if not isinstance(op, Op):
+            raise bad_value("op", op, "an Op")
+        line = _json_lines((op,)).encode("ascii")  # the escaper writes ASCII only
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if not self._looked:
+                self._looked = True
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":  # a killed writer's end
+                    line = b"\n" + line
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        return op
+
+    def record(self, process: str, kind: str, outcome: str,
+               values: Iterable[str | ValueId] = (), *, time: float | None = None,
+               **fields: Any) -> Op:
+        """:meth:`History.record`'s arguments; ``time`` (default: now) is monotonic."""
+        return self.append(_new_op(process, kind, outcome, values, **fields,
+                                   time=self.now() if time is None else time))
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """What op logs held: their ops by time, and the lines a kill cut short (skipped)."""
+
+    ops: tuple[Op, ...]
+    torn: int = 0
+
+
+def read_logs(paths: Iterable[str | Path]) -> LogRead:
+    """Every op of the op logs ``paths``, merged by time (the logs' own clock; equal
+    times keep the order of the logs and of their lines).
+
+    A line that is not a JSON object -- cut short by the kill of its writer -- is skipped
+    and counted, never raised: the ops before it are what the process did. A whole line
+    that is not an :class:`Op` is a writer's bug, raised with its file and line.
+    """
+    ops: list[Op] = []
+    torn = 0
+    for path in map(Path, paths):
+        if not path.exists():
+            continue
+        for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:  # JSONDecodeError, UnicodeDecodeError: a torn line
+                record = None
+            if not isinstance(record, dict):
+                torn += 1
+                continue
+            try:
+                ops.append(Op.from_record(record))
+            except (LabError, TypeError) as exc:
+                raise LabError(f"{path}:{number} is not an op: {exc}") from None
+    return LogRead(tuple(sorted(ops, key=attrgetter("time"))), torn)
 
 
 # --- writing JSON Lines fast ---------------------------------------------------------

@@ -1,4 +1,5 @@
-"""History, Op, Read and classify(): recording, persistence, and error classification.
+"""History, Op, Read and classify(): recording, persistence, a child process's op log,
+and error classification.
 
 classify() is tested on real confluent_kafka KafkaError objects, built in-process: an
 error object needs no cluster.
@@ -16,16 +17,19 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from deliverylab import history as history_module
-from deliverylab.errors import BadValue
+from deliverylab.errors import BadValue, LabError
 from deliverylab.history import (
     KINDS,
     OUTCOMES,
     History,
+    LogRead,
     Op,
+    OpLog,
     classify,
     error_name,
     outcome_of,
     parse_value,
+    read_logs,
 )
 from deliverylab.values import ValueId
 
@@ -285,3 +289,113 @@ def test_to_record_is_what_asdict_gave():
 def test_save_of_an_empty_history_is_an_empty_file(tmp_path):
     path = History().save(tmp_path / "h.jsonl")
     assert path.read_text() == "" and list(History.load(path)) == []
+
+
+# --- a child process's op log ------------------------------------------------------------
+
+
+def test_an_op_log_round_trips_every_field_in_save_s_lines(tmp_path):
+    log = OpLog(tmp_path / "p.jsonl")
+    for op in EVERY_SHAPE:
+        assert log.append(op) is op
+    assert log.path.read_bytes() == written_before(EVERY_SHAPE).encode()
+    read = read_logs([log.path])
+    assert read.torn == 0
+    assert list(read.ops) == sorted(EVERY_SHAPE, key=lambda op: op.time)  # stable: ties kept
+
+
+def test_merging_puts_ops_on_the_history_s_clock(tmp_path):
+    history = History()
+    log = OpLog(tmp_path / "p.jsonl")
+    before = history.now()
+    op = log.record("svc", "commit", "fail", error=KafkaError(KafkaError._TIMED_OUT),
+                    detail="orders/0@3")
+    after = history.now()
+    merged = history.merge_logs([log.path])
+    assert merged.ops == tuple(history) and merged.torn == 0
+    (got,) = history
+    assert before <= got.time <= after and got.time == round(op.time - history.origin, 6)
+    assert (got.error, got.detail) == ("_TIMED_OUT", "orders/0@3")
+
+
+def test_a_torn_last_line_is_skipped_and_counted_and_the_next_writer_starts_anew(tmp_path):
+    path = tmp_path / "p.jsonl"
+    log = OpLog(path)
+    for i in range(3):
+        log.record("p", "send", "ok", [f"p:{i}"], time=float(i))
+    whole = path.read_bytes()
+    path.write_bytes(whole + whole.splitlines(keepends=True)[0][:25])  # killed mid-line
+    read = read_logs([path])
+    assert [op.values for op in read.ops] == [("p:0",), ("p:1",), ("p:2",)]
+    assert read.torn == 1
+    OpLog(path).record("p", "send", "ok", ["p:3"], time=3.0)  # a restarted writer
+    read = read_logs([path])
+    assert [op.values[0] for op in read.ops] == ["p:0", "p:1", "p:2", "p:3"]
+    assert read.torn == 1
+    path.write_bytes(b"\xff\xfe{" + b"\n" + whole)  # not text at all: skipped the same
+    assert read_logs([path]).torn == 1
+
+
+def test_a_missing_log_holds_no_op_and_a_line_that_is_no_op_names_its_place(tmp_path):
+    assert read_logs([tmp_path / "never-written.jsonl"]) == LogRead((), 0)
+    path = tmp_path / "p.jsonl"
+    OpLog(path).record("p", "poll", "ok", ["p:0"])
+    with path.open("a") as out:
+        out.write('{"process": "p", "kind": "teleport", "outcome": "ok", "time": 1}\n')
+    with pytest.raises(LabError, match=r"p\.jsonl:2 is not an op: .*kind='teleport'"):
+        read_logs([path])
+    with pytest.raises(BadValue, match="an Op"):
+        OpLog(path).append({"kind": "poll"})
+
+
+def test_threads_of_one_process_never_interleave_their_lines(tmp_path):
+    log = OpLog(tmp_path / "p.jsonl")
+    detail = "x" * 5000  # lines longer than any buffer a writer might split them at
+
+    def work(n: int) -> None:
+        for i in range(150):
+            log.record(f"t{n}", "send", "ok", [f"t{n}:{i}"], detail=detail)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    read = read_logs([log.path])
+    assert read.torn == 0 and len(read.ops) == 900
+    for n in range(6):  # each thread's ops in its order
+        assert [op.values[0] for op in read.ops if op.process == f"t{n}"] == [
+            f"t{n}:{i}" for i in range(150)]
+
+
+CHILD = """
+import os, signal, sys, time
+from deliverylab.history import OpLog
+log = OpLog(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    log.record(sys.argv[2], "send", "ok", [f"{sys.argv[2]}:{i}"])
+    time.sleep(0.002)
+if sys.argv[4] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_processes_logs_merge_by_time_and_a_sigkilled_child_loses_no_op(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    history = History()
+    env = {**os.environ, "PYTHONPATH": str(Path(history_module.__file__).parents[1])}
+    children = [subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / f"{p}.jsonl"),
+                                  p, "40", how], env=env)
+                for p, how in (("a", "kill"), ("b", "exit"))]
+    codes = [child.wait(60) for child in children]
+    assert codes == [-9, 0]  # a died of its SIGKILL, after its last op
+    merged = history.merge_logs([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    assert merged.torn == 0 and list(merged.ops) == list(history)
+    times = [op.time for op in history]
+    assert times == sorted(times) and 0 <= times[0] and times[-1] <= history.now()
+    for p in "ab":
+        assert [op.values[0] for op in history if op.process == p] == [
+            f"{p}:{i}" for i in range(40)]

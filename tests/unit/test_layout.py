@@ -1,5 +1,5 @@
 """The package's shape, checked: the three import rules, the size limit, the one wait, the
-one read-back.
+one read-back, the one op log.
 
 The rules (docs/whats-here.md says why):
 1. The ground vocabulary (errors, values, history, checker, modes, faults, waiting)
@@ -15,7 +15,9 @@ Plus: no module over 650 lines, no hand-written wait loop (a ``while`` around
 ``time.sleep``/``time.monotonic``) outside ``waiting.py`` but the named ``NOT_WAITS``,
 which do work every round, and no consumer assigned partitions by hand (a read-back of
 its own) outside ``readers.py`` but the named ``NOT_READ_BACKS``, in lib, tests and
-bench. The graph is read from the source (``ast``), so a test
+bench, and no JSON-lines log appended or Op turned into a record by hand outside
+``history.py`` (whose ``OpLog`` is every child process's log of its ops) but the named
+``NOT_OP_LOGS``. The graph is read from the source (``ast``), so a test
 fails on the line that breaks a rule, before anything runs.
 """
 
@@ -297,3 +299,81 @@ def test_the_top_level_holds_only_the_facade_and_the_vocabulary():
                            "schedule", "scenario", "matrix"}
     top = {p.stem for p in LIB.glob("*.py")} - {"__init__"}
     assert top == vocabulary, sorted(top ^ vocabulary)
+
+
+#: Modules that append JSON lines to a file but are not ``history.py``, each with why it
+#: is not an op log. What a process did goes through ``history.OpLog`` (one Op a line,
+#: written through, on the clock every process shares) and back through
+#: ``History.merge_logs``. Keyed by module.
+NOT_OP_LOGS = {
+    "grade.child": "the grader's events (handed values, a student's exception, the crash "
+                   "point in the student's words): moves onto history.OpLog next",
+    "services.http": "the HTTP service's ledger: the requests that reached it and the "
+                     "effect per idempotency key, the world's side the ops are judged by",
+    "notebook.record": "a FaultPanel's presses, for the tests that drive a chapter: what "
+                       "was shown, not what a client did",
+}
+
+
+def _appends(call: ast.Call) -> bool:
+    """``open(p, "a")``, ``path.open("ab")``, ``open(p, mode="a")``: a file opened to append."""
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
+        call.func, "id", "")
+    if name != "open":
+        return False
+    # open(path, mode) or path.open(mode); os.open's flags are O_APPEND, seen apart.
+    positional = call.args[1:2] if isinstance(call.func, ast.Name) else call.args[:1]
+    modes = [*positional, *(k.value for k in call.keywords if k.arg == "mode")]
+    return any(isinstance(m, ast.Constant) and isinstance(m.value, str) and "a" in m.value
+               for m in modes)
+
+
+def _writes_dumps(call: ast.Call) -> bool:
+    """``out.write(json.dumps(record) + "\\n")``: a JSON document written to a file."""
+    return (isinstance(call.func, ast.Attribute) and call.func.attr == "write"
+            and any(isinstance(n, ast.Call) and ast.unparse(n.func) in ("json.dumps", "dumps")
+                    for arg in call.args for n in ast.walk(arg)))
+
+
+def _op_log_writers() -> dict[str, list[str]]:
+    """module -> why it writes an op log, or JSON lines that may be one: a class or
+    function that opens a file to append and writes ``json.dumps`` into it, or Ops
+    turned into records or back by hand (``to_record``, ``Op.from_record``)."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(LIB.rglob("*.py")):
+        why: list[str] = []
+        for scope in ast.parse(path.read_text(), str(path)).body:
+            calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+            if any(map(_appends, calls)) and any(map(_writes_dumps, calls)):
+                why.append(f"appends JSON lines to a file (line {scope.lineno})")
+            why += [f"{ast.unparse(c.func)}() at line {c.lineno}" for c in calls
+                    if ast.unparse(c.func).endswith((".to_record", "Op.from_record"))]
+        if why:
+            found[_module_name(path)[0]] = why
+    return found
+
+
+def test_only_the_op_log_writes_op_logs():
+    # A child's log of what it did, in a shape of its own, needs a reader of its own and
+    # a clock of its own: three such shapes were the issue. history.OpLog is the one.
+    found = _op_log_writers()
+    assert "history" in found  # the finder sees the one it must (its to_record)
+    broken = [f"{module}: {', '.join(why)}; record a process's ops with history.OpLog and "
+              "read them with History.merge_logs, or name the module in NOT_OP_LOGS with "
+              "why its lines are not ops"
+              for module, why in found.items() if module != "history"
+              and module not in NOT_OP_LOGS]
+    assert not broken, broken
+    # ... and every appender it must: each module named below is found, or is stale.
+    stale = sorted(set(NOT_OP_LOGS) - set(found))
+    assert not stale, f"NOT_OP_LOGS names modules that write no JSON lines: {stale}"
+
+
+def test_the_op_log_finder_tells_an_appender_from_other_opens_and_writes():
+    tree = ast.parse('with path.open("a") as out:\n    out.write(json.dumps(r) + "\\n")\n'
+                     'open(p, mode="ab"); open(p, "r"); Path(p).open(); open(p, "w")\n'
+                     'out.write(text); key = json.dumps(k)\n')
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert sorted(ast.unparse(c.func) for c in calls if _appends(c)) == ["open", "path.open"]
+    assert [ast.unparse(c) for c in calls if _writes_dumps(c)] == [
+        "out.write(json.dumps(r) + '\\n')"]

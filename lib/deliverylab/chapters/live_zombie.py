@@ -44,10 +44,9 @@ from typing import Any
 
 from .. import checker as C
 from ..errors import LabError
-from ..history import History, Op, Read
+from ..history import History, OpLog, Read
 from ..modes import IDEMPOTENT, TRANSACTIONAL
 from ..readers import bounds, read_back
-from ..spark.query import OpLog
 from ..values import decode
 from ..workload import ProducerWorkload
 
@@ -114,7 +113,7 @@ def instance(spec: dict[str, Any]) -> int:
     from ..clients import config
 
     me = spec["process"]
-    log = OpLog(Path(spec["ops"]), spec["t0_epoch"])
+    log = OpLog(spec["ops"])
     consumer = Consumer(config(spec["bootstrap"], **{
         "group.id": spec["group"], "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
@@ -240,9 +239,8 @@ def live_zombie(cluster: Any, values: int = 60, pause_at: int = 2, partitions: i
     ProducerWorkload(cluster, source, IDEMPOTENT, history, process="orders").run(values)
     ends = {b["partition"]: b["high_watermark"] for b in bounds(cluster, source)}
     work = Path(tempfile.mkdtemp(prefix=f"deliverylab-zombie-{tag}-"))
-    t0_epoch = time.time() - history.now()
     base = {"bootstrap": cluster.bootstrap_servers, "input": source, "output": sink,
-            "group": group, "ends": ends, "t0_epoch": t0_epoch, "timeout": timeout,
+            "group": group, "ends": ends, "timeout": timeout,
             "paused": str(work / "paused")}
     children = Children()
     try:
@@ -273,17 +271,16 @@ def live_zombie(cluster: Any, values: int = 60, pause_at: int = 2, partitions: i
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGCONT)
         children.close()
-    recorded = []
-    for name in ("instance-a", "instance-b"):
-        ops = work / f"{name}.jsonl"
-        recorded += [Op.from_record(json.loads(line))
-                     for line in (ops.read_text().splitlines() if ops.exists() else [])]
-    for op in sorted(recorded, key=lambda op: op.time):  # both instances, in time order
-        history.append(op)
+    # Both instances' ops, in time order. A line cut short needs a kill mid-write, and
+    # neither instance is killed here: should one be, the facts say how many.
+    torn = history.merge_logs(work / f"{name}.jsonl" for name in procs).torn
     shutil.rmtree(work, ignore_errors=True)
     committed = read_back(cluster, [source, sink], "read_committed")
     uncommitted = read_back(cluster, [sink], "read_uncommitted")
-    return judge(history, committed, uncommitted, (source, sink), paused)
+    live = judge(history, committed, uncommitted, (source, sink), paused)
+    if torn:
+        live.facts["torn_op_log_lines"] = torn
+    return live
 
 
 def judge(history: History, committed: list[Read], uncommitted: list[Read],

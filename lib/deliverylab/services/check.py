@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checker import extra_copies
+from ..history import Op
 
 
 def twice(ids: Iterable[str]) -> list[str]:
@@ -64,23 +65,22 @@ class Effects:
 
 
 def count_effects(pattern: str, input_ids: Iterable[str], rows: Iterable[str],
-                  calls: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]],
-                  ) -> Effects:
+                  calls: Iterable[Mapping[str, Any]], ops: Iterable[Op]) -> Effects:
     """Count one pattern's side effects.
 
     ``input_ids``: the message id of every record in the input topic (a producer
     duplicate appears twice); ``rows``: the message id of every database row the run
     wrote; ``calls``: the HTTP service's log records of the run (``message_id``,
-    ``effect``); ``events``: the instances' records (``poll``, ``fault``, ``commit``).
+    ``effect``); ``ops``: the instances' ops (``poll``, ``fault``, ``commit``).
     """
     input_ids = list(input_ids)
     rows = list(rows)
     calls = list(calls)
-    events = list(events)
+    ops = list(ops)
     wanted = set(input_ids)
     called = [c["message_id"] for c in calls]
     applied = [c["message_id"] for c in calls if c.get("effect")]
-    polled = [e["message_id"] for e in events if e.get("kind") == "poll"]
+    polled = [v for op in ops if op.kind == "poll" for v in op.values]
     return Effects(
         pattern=pattern, messages=len(wanted),
         rows=len(rows), duplicate_rows=extra_copies(rows), missing_rows=len(wanted - set(rows)),
@@ -88,7 +88,6 @@ def count_effects(pattern: str, input_ids: Iterable[str], rows: Iterable[str],
         effects=len(applied), duplicate_effects=extra_copies(applied),
         missing_effects=len(wanted - set(applied)),
         redelivered=len(twice(polled)), input_copies=extra_copies(input_ids),
-        faults=[e["fault"] for e in events if e.get("kind") == "fault"],
-        rejected_commits=sum(1 for e in events if e.get("kind") == "commit"
-                             and e.get("outcome") == "fail"),
+        faults=[op.fault for op in ops if op.kind == "fault" and op.fault],
+        rejected_commits=sum(1 for op in ops if op.kind == "commit" and op.outcome == "fail"),
         twice_rows=twice(rows), twice_effects=twice(applied))

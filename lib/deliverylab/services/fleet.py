@@ -30,7 +30,7 @@ from ..clients import bootstrap_of
 from ..cluster.ready import wait_until
 from ..errors import LabError, bad_value
 from ..faults import fault as registry_fault
-from ..history import History
+from ..history import History, Op, read_logs
 from ..process.children import Children, child_env, python_module
 from ..readers import bounds, committed_offsets, read_back
 from .check import Effects, count_effects
@@ -109,7 +109,7 @@ class Member:
 
     name: str
     proc: Any
-    events: Path
+    ops: Path  # its op log (an OpLog)
     role: str = "service"
     handled: bool = False  # its exit was looked at by the fleet's watcher
 
@@ -176,18 +176,18 @@ class ServiceFleet:
     # --- processes -------------------------------------------------------------------
     def _spawn(self, name: str, role: str = "service",
                faults: Iterable[dict[str, Any]] = ()) -> Member:
-        events = self.dir / f"{name.replace('/', '_')}.events.jsonl"
+        ops = self.dir / f"{name.replace('/', '_')}.ops.jsonl"
         spec = {"bootstrap": self.lab.bootstrap, "topic": self.topic, "group": self.group,
                 "instance": name, "run": self.run, "pattern": self.pattern,
-                "db": self.lab.db.url, "http": self.lab.http.url, "events": str(events),
+                "db": self.lab.db.url, "http": self.lab.http.url, "ops": str(ops),
                 "markers": str(self.dir / "markers"), "batch": self.batch,
                 "consumer": {**CONSUMER, "max.poll.interval.ms": self.max_poll_interval_ms},
                 "faults": list(faults), "role": role, "out_topic": self.out_topic}
         proc = self.lab.children.start(name, python_module("services.instance", "--spec",
                                                            json.dumps(spec)),
-                                       events.with_suffix(".log"), env=child_env(),
+                                       ops.with_suffix(".log"), env=child_env(),
                                        stdin=True)
-        member = Member(name, proc, events, role)
+        member = Member(name, proc, ops, role)
         self.members.append(member)
         return member
 
@@ -199,9 +199,10 @@ class ServiceFleet:
                 if member.proc.poll() is None or member.handled:
                     continue
                 member.handled = True
-                fired = [e for e in _read(member.events) if e.get("kind") == "fault"]
+                fired = [op for op in read_logs([member.ops]).ops if op.kind == "fault"]
+                # restart_instance is the one service fault whose victim comes back.
                 if fired and (member.role == "relay"
-                              or fired[-1].get("token") in self.restart_tokens):
+                              or fired[-1].fault == "restart_instance"):
                     # A killed relay is supervised: it comes back (and publishes again).
                     with self._lock:
                         if not self._stopped.is_set():
@@ -256,15 +257,20 @@ class ServiceFleet:
         return self.arm("kill_relay")
 
     # --- evidence ------------------------------------------------------------------------
-    def events(self, all_stages: bool = True) -> list[dict[str, Any]]:
-        """Every record the fleet's processes wrote (with the next fleet's), by time."""
-        out = [e for m in self.members for e in _read(m.events)]
+    def logs(self, all_stages: bool = True) -> list[Path]:
+        """The op logs of the fleet's processes (and of the next fleet's)."""
+        out = [m.ops for m in self.members]
         if all_stages and self.next_fleet is not None:
-            out += self.next_fleet.events()
-        return sorted(out, key=lambda e: e["t"])
+            out += self.next_fleet.logs()
+        return out
+
+    def ops(self, all_stages: bool = True) -> tuple[Op, ...]:
+        """Every op the fleet's processes recorded (with the next fleet's), by time
+        (``time.monotonic()``'s clock: :meth:`record` puts them on a History's)."""
+        return read_logs(self.logs(all_stages)).ops
 
     def fired(self) -> list[str]:
-        return [e["fault"] for e in self.events() if e.get("kind") == "fault"]
+        return [op.fault for op in self.ops() if op.kind == "fault" and op.fault]
 
     def caught_up(self) -> bool:
         """Every record of the input committed by the group (and, for the outbox, every
@@ -287,13 +293,13 @@ class ServiceFleet:
         def done() -> bool:
             return self.all_fired() and self.caught_up()
 
-        wait_until(f"fleet {self.group} to process all of {self.topic} (events in "
+        wait_until(f"fleet {self.group} to process all of {self.topic} (op logs in "
                    f"{self.dir})", done, timeout, check=self._check)
         return self
 
     def all_fired(self) -> bool:
         """Has every fault pressed on this fleet (and the next one) been taken?"""
-        fired = [e for e in self.events(all_stages=False) if e.get("kind") == "fault"]
+        fired = [op for op in self.ops(all_stages=False) if op.kind == "fault"]
         mine = len(fired) >= len(self.pressed)
         return mine and (self.next_fleet is None or self.next_fleet.all_fired())
 
@@ -304,24 +310,9 @@ class ServiceFleet:
                                f"{self.dir}")
 
     def record(self, history: History) -> int:
-        """Turn the fleet's events into History ops (poll, db_write, http_call, commit,
-        fault); returns how many. Times are the History's clock (monotonic, shared)."""
-        n = 0
-        t0 = history.now()
-        now = time.monotonic()
-        for e in self.events():
-            kind = {"poll": "poll", "db_write": "db_write", "http_call": "http_call",
-                    "commit": "commit", "fault": "fault"}.get(e["kind"])
-            if kind is None:
-                continue
-            values = [e["message_id"]] if e.get("message_id") else []
-            history.record(e["instance"], kind, e.get("outcome", "ok"), values,
-                           topic=e.get("topic"), partition=e.get("partition"),
-                           offset=e.get("offset"), error=e.get("error"),
-                           detail=e.get("detail") or e.get("key"), fault=e.get("fault"),
-                           time=round(t0 - (now - e["t"]), 6))
-            n += 1
-        return n
+        """Merge the fleet's op logs into ``history`` (poll, db_write, http_call, commit,
+        fault), by time, on its clock; returns how many ops."""
+        return len(history.merge_logs(self.logs()).ops)
 
     def effects(self) -> Effects:
         """This fleet's side effects, counted (rows from the database, calls from the
@@ -332,9 +323,8 @@ class ServiceFleet:
         rows = [r[0] for r in self.lab.db.rows(self.run)]
         call_run = self.next_fleet.run if self.next_fleet is not None else self.run
         calls = self.lab.http.calls(call_run)
-        events = [e for e in self.events() if e.get("kind") != "poll"
-                  or e.get("topic") == self.topic]
-        return count_effects(self.pattern, input_ids, rows, calls, events)
+        ops = [op for op in self.ops() if op.kind != "poll" or op.topic == self.topic]
+        return count_effects(self.pattern, input_ids, rows, calls, ops)
 
     def stop(self) -> None:
         """Stop every process of the fleet (a clean stop: instances leave the group)."""
@@ -357,14 +347,3 @@ class ServiceFleet:
         if self.next_fleet is not None:
             self.next_fleet.stop()
 
-
-def _read(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:  # a line cut by SIGKILL mid-write
-            continue
-    return out

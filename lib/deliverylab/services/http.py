@@ -33,7 +33,13 @@ KEY_HEADER = "Idempotency-Key"
 
 
 class CallLog:
-    """The service's memory: one JSON line per request, and the effect taken per key."""
+    """The service's memory: one JSON line per request, and the effect taken per key.
+
+    Not an op log (:class:`~deliverylab.history.OpLog`): a client's ops say what it
+    attempted and was told; this is the world's side, what reached the service and
+    which requests took effect (``effect``, per idempotency key) -- the evidence the
+    instances' ops are judged against, as a topic's read-back is for a producer's.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

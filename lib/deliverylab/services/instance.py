@@ -6,10 +6,12 @@ instance runs in **its own OS process** (``python -m deliverylab.services.instan
 is a real ``SIGKILL`` and its database connection, HTTP client and Kafka consumer die
 with it, as the seed's "service instance dies" says.
 
-Clients record, checkers judge: an instance writes one JSON line per thing it did
-(``poll``, ``db_write``, ``http_call``, ``commit``, ``fault``) to its events file; the
-parent turns them into History ops (:meth:`ServiceFleet.record`). What reached the
-database and the HTTP service is read from them, not from what the instance believed.
+Clients record, checkers judge: an instance records one op per thing it did (``poll``,
+``db_write``, ``http_call``, ``commit``, ``fault``) in its op log
+(:class:`~deliverylab.history.OpLog`); the parent merges the logs into a History
+(:meth:`ServiceFleet.record`). Its life (started, partitions assigned, stopped) is not an
+op: it goes to the process's own log, beside its stderr. What reached the database and
+the HTTP service is read from them, not from what the instance believed.
 
 Patterns (``pattern=``), each the same loop with a different unit of work per message:
 
@@ -43,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..history import OpLog
 from .db import Database
 
 #: The unit of work per message, by name (see the module docstring).
@@ -82,7 +85,7 @@ class Instance:
         self.db = Database(spec["db"])
         self.conn = self.db.connect()
         self.http = spec.get("http")
-        self.events = open(spec["events"], "a", encoding="utf-8")  # noqa: SIM115
+        self.log = OpLog(spec["ops"])
         self.markers = Path(spec["markers"])
         self.armed: list[dict[str, Any]] = list(spec.get("faults", []))
         self.lock = threading.Lock()
@@ -93,11 +96,11 @@ class Instance:
             "client.id": self.name}))
 
     # --- recording --------------------------------------------------------------------
-    def emit(self, kind: str, outcome: str = "ok", **fields: Any) -> None:
-        record = {"t": time.monotonic(), "instance": self.name, "kind": kind,
-                  "outcome": outcome, **fields}
-        self.events.write(json.dumps(record) + "\n")
-        self.events.flush()
+    def emit(self, kind: str, outcome: str = "ok", message_id: str | None = None,
+             **fields: Any) -> None:
+        """One op of this instance (``message_id``: the value it is about, if any)."""
+        self.log.record(self.name, kind, outcome, [message_id] if message_id else [],
+                        **fields)
 
     # --- faults -----------------------------------------------------------------------
     def commands(self) -> None:
@@ -138,13 +141,12 @@ class Instance:
             return
         if armed["fault"] == "stall_consumer":
             seconds = float(armed.get("seconds", 12))
-            self.emit("fault", "info", fault="stall_consumer", token=armed["token"],
+            self.emit("fault", "info", fault="stall_consumer",
                       detail=f"{self.name} stalls {seconds:g} s before its offset commit")
             time.sleep(seconds)
             return
-        self.emit("fault", "info", fault=armed["fault"], token=armed["token"],
+        self.emit("fault", "info", fault=armed["fault"],
                   detail=f"{self.name} is killed (SIGKILL) {point.replace('_', ' ')}")
-        self.events.close()
         os.kill(os.getpid(), signal.SIGKILL)
 
     # --- the work -----------------------------------------------------------------------
@@ -153,7 +155,7 @@ class Instance:
 
         answer = call(self.http, {"run": self.run, "message_id": message_id,
                                   "instance": self.name}, key)
-        self.emit("http_call", message_id=message_id, key=key,
+        self.emit("http_call", message_id=message_id,
                   detail=f"payment {answer['payment']}" + (" (replayed)" if answer.get(
                       "replayed") else ""))
 
@@ -201,11 +203,11 @@ class Instance:
         from .. import values as V
 
         def assigned(_consumer: Any, parts: list) -> None:
-            self.emit("assigned", detail=",".join(f"{p.topic}/{p.partition}" for p in parts))
+            note(self.name, "assigned " + ",".join(f"{p.topic}/{p.partition}" for p in parts))
 
         self.consumer.subscribe([self.spec["topic"]], on_assign=assigned)
         threading.Thread(target=self.commands, daemon=True).start()
-        self.emit("started", detail=f"pid {os.getpid()}")
+        note(self.name, f"started, pid {os.getpid()}")
         batch = int(self.spec.get("batch", 10))
         while not self.stopping.is_set():
             msgs = [m for m in self.consumer.consume(batch, timeout=0.3) if not m.error()]
@@ -234,7 +236,7 @@ class Instance:
                 # E.g. evicted after a stall: the partitions are another member's now.
                 self.emit("commit", "fail", detail=detail, error=exc.args[0].name())
         self.consumer.close()
-        self.emit("stopped")
+        note(self.name, "stopped")
 
 
 class Relay:
@@ -254,7 +256,7 @@ class Relay:
         self.db = Database(spec["db"])
         self.conn = self.db.connect()
         self.producer = Producer(config(spec["bootstrap"], **{"acks": "all"}))
-        self.events = open(spec["events"], "a", encoding="utf-8")  # noqa: SIM115
+        self.log = OpLog(spec["ops"])
         self.stopping = threading.Event()
         self.armed: list[dict[str, Any]] = []
 
@@ -267,12 +269,6 @@ class Relay:
                 break
         self.stopping.set()
 
-    def emit(self, kind: str, outcome: str = "ok", **fields: Any) -> None:
-        line = {"t": time.monotonic(), "instance": self.spec["instance"], "kind": kind,
-                "outcome": outcome, **fields}
-        self.events.write(json.dumps(line) + "\n")
-        self.events.flush()
-
     def fault(self, published: int) -> None:
         """``kill_relay``: die between the publish and the mark, so the records stay
         unpublished in the database and the next relay publishes them again."""
@@ -284,10 +280,10 @@ class Relay:
             except FileExistsError:
                 continue
             os.close(fd)
-            self.emit("fault", "info", fault="kill_relay", token=armed["token"],
-                      detail=f"the relay is killed (SIGKILL) after publishing {published} "
-                             "outbox record(s), before marking them published")
-            self.events.close()
+            self.log.record(self.spec["instance"], "fault", "info", fault="kill_relay",
+                            detail=f"the relay is killed (SIGKILL) after publishing "
+                                   f"{published} outbox record(s), before marking them "
+                                   "published")
             os.kill(os.getpid(), signal.SIGKILL)
 
     def loop(self) -> None:
@@ -311,7 +307,13 @@ class Relay:
             for message_id in ids:
                 self.db.execute(self.conn, "UPDATE outbox SET published = 1 WHERE run = ? "
                                 "AND message_id = ?", (self.run, message_id))
-            self.emit("relay", detail=f"published {len(ids)}")
+            note(self.spec["instance"], f"published {len(ids)}")
+
+
+def note(name: str, what: str) -> None:
+    """A line about the process's life (not an op) for its own log: a person reads it
+    when a fleet does not finish; the History never holds it."""
+    print(f"{time.monotonic():.6f} {name} {what}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clients import bootstrap_of
 from ..errors import LabError, bad_value
-from ..history import History, Op
+from ..history import History, OpLog
 from ..process.children import Children, python_module, tail
 from ..waiting import wait_until
 from . import sinks
@@ -44,7 +44,6 @@ from .query import (
     MAX_OFFSETS,
     SINKS,
     BatchLog,
-    OpLog,
     QuerySpec,
     await_query,
     batches,
@@ -89,7 +88,7 @@ def run_query(spark: SparkSession, spec: QuerySpec, timeout: float = 600.0) -> N
     ``max_offsets`` batches, to its end -- or to its planned crash, which raises."""
     spark.conf.set("spark.sql.shuffle.partitions", str(spec.shuffle_partitions))
     Path(spec.state).mkdir(parents=True, exist_ok=True)
-    log = OpLog(spec.ops_path, spec.t0_epoch)
+    log = OpLog(spec.ops_path)
     frame = source_frame(spark, spec)
     writer = sinks.writer(spec, frame, log, _crash_hook(spec, log))
     query = (writer.option("checkpointLocation", spec.checkpoint)
@@ -123,10 +122,12 @@ def _crash_hook(spec: QuerySpec, log: OpLog):
 
 
 def record_commits(spec: QuerySpec, log: OpLog, since: float) -> None:
-    """One ``commit`` op per batch this run committed, timed by ``commits/N``."""
+    """One ``commit`` op per batch this run committed, timed by ``commits/N`` (its
+    mtime, wall-clock seconds ``since`` or later, moved onto the log's clock)."""
+    to_log = log.now() - time.time()
     for b in batches(spec.checkpoint):
         if b.committed and b.committed_at is not None and b.committed_at >= since:
-            log.record(spec.process, "commit", "ok", at=b.committed_at,
+            log.record(spec.process, "commit", "ok", time=b.committed_at + to_log,
                        detail=f"commits/{b.batch} " + json.dumps(b.ranges()))
 
 
@@ -141,6 +142,7 @@ class RunReport:
     crashed: str | None = None  # the fault's name
     error: str | None = None
     seconds: float = 0.0
+    torn: int = 0  # lines of the driver's op log its kill cut short (skipped)
 
 
 @dataclass
@@ -210,18 +212,14 @@ class SparkPipeline:
     def _spec(self, crash_at: int | None, crash: str | None) -> QuerySpec:
         process = f"{self.name}-{self._n}"
         self._n += 1
-        t0_epoch = time.time() - self.history.now()
         return QuerySpec(self.bootstrap, self.source, self.sink, self.output,
                          str(self.checkpoint), str(self.state), process, self.max_offsets,
-                         crash_at, crash, t0_epoch, self.master)
+                         crash_at, crash, master=self.master)
 
-    def _absorb(self, spec: QuerySpec) -> None:
+    def _absorb(self, spec: QuerySpec, report: RunReport) -> None:
         """Move the run's ops (written by the query, maybe in a child) into the History."""
-        if spec.ops_path.exists():
-            for line in spec.ops_path.read_text().splitlines():
-                if line.strip():
-                    self.history.append(Op.from_record(json.loads(line)))
-            spec.ops_path.unlink()
+        report.torn = self.history.merge_logs([spec.ops_path]).torn
+        spec.ops_path.unlink(missing_ok=True)
 
     # ----------------------------------------------------------------- runs
     def run(self, crash_at: int | None = None, crash: str | None = None,
@@ -240,7 +238,7 @@ class SparkPipeline:
         t0 = time.monotonic()
         report = RunReport(spec.process)
         started = time.time()
-        log = OpLog(spec.ops_path, spec.t0_epoch)
+        log = OpLog(spec.ops_path)
         try:
             if crash == "kill_driver":
                 self._run_child(spec, timeout)
@@ -265,7 +263,7 @@ class SparkPipeline:
                                f"has fewer batches; give it more values")
             record_commits(spec, log, started)
         finally:
-            self._absorb(spec)
+            self._absorb(spec, report)
             report.seconds = time.monotonic() - t0
             self.report.runs.append(report)
         if report.crashed:

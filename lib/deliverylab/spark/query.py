@@ -1,21 +1,19 @@
 """What every Spark run shares and what needs no Spark: the sinks and crashes by name,
 the checkpoint's two logs (``offsets/N`` before a batch, ``commits/N`` after it; see
 :mod:`deliverylab.spark.pipeline` for why the guarantee lives between them), the query's
-spec (JSON, so a child driver gets it whole), the op log a driver appends to, and the
-wait for a query. The sinks and the pipeline both build on it.
+spec (JSON, so a child driver gets it whole, with where its
+:class:`~deliverylab.history.OpLog` goes), and the wait for a query. The sinks and the
+pipeline both build on it.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import LabError, bad_value
-from ..history import Op
 
 #: The sinks a pipeline can write to (see :mod:`deliverylab.spark.sinks`), and the
 #: guarantee Spark's documentation gives each under a replayed batch.
@@ -171,7 +169,6 @@ class QuerySpec:
     max_offsets: int = MAX_OFFSETS
     crash_at: int | None = None
     crash: str | None = None
-    t0_epoch: float = 0.0  # wall time of the History's zero
     master: str | None = None
     shuffle_partitions: int = 2
 
@@ -188,6 +185,7 @@ class QuerySpec:
 
     @property
     def ops_path(self) -> Path:
+        """The :class:`~deliverylab.history.OpLog` of this run's driver."""
         return Path(self.state) / f"ops-{self.process}.jsonl"
 
     def parked_path(self, batch: int) -> Path:
@@ -202,24 +200,6 @@ class QuerySpec:
     @classmethod
     def from_json(cls, text: str) -> QuerySpec:
         return cls(**json.loads(text))
-
-
-class OpLog:
-    """Ops appended to a JSON Lines file as they happen (flushed each line), so the
-    ops of a driver SIGKILLed mid-run survive it; times on the parent's clock."""
-
-    def __init__(self, path: Path, t0_epoch: float) -> None:
-        self.path = path
-        self.t0 = t0_epoch
-
-    def record(self, process: str, kind: str, outcome: str, values=(), *,
-               at: float | None = None, **fields: Any) -> None:
-        op = Op(process, kind, outcome, (at or time.time()) - self.t0, tuple(values),
-                **fields)
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(op.to_record(), separators=(",", ":")) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
 
 
 def await_query(query: Any, what: str, checkpoint: str, timeout: float) -> None:

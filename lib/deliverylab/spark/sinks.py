@@ -6,7 +6,7 @@ the window the chapter is about -- after the sink's write, before Spark writes
 
 - records what it read (``poll`` per input record, with its offset) and what it wrote
   (``send`` per output record, ``detail`` naming the batch), through an
-  :class:`~deliverylab.spark.query.OpLog`;
+  :class:`~deliverylab.history.OpLog`;
 - then calls ``after_write(batch)``, where a planned crash happens.
 
 The sinks:
@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import values as V
-from ..history import Read
-from .query import OpLog, QuerySpec, await_query, query_id
+from ..history import OpLog, Read
+from .query import QuerySpec, await_query, query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -269,9 +268,9 @@ def _kafka_txn(spec: QuerySpec, log: OpLog, after_write: AfterWrite):
             after_write(batch)  # already committed: nothing to write
             return
         txn = f"{spec.process}/batch-{batch}"
-        # The Recorder records into a History on this run's clock; copied to the log.
+        # The Recorder records into a History of its own; copied to the log, each op
+        # with its batch, once the flush has reported every send.
         history = History()
-        history._t0 -= time.time() - spec.t0_epoch - history.now()
         recorder = Recorder(history, spec.process, spec.target)
         producer.begin_transaction()
         log.record(spec.process, "begin_txn", "ok", txn=txn)
@@ -282,9 +281,9 @@ def _kafka_txn(spec: QuerySpec, log: OpLog, after_write: AfterWrite):
         producer.produce(ctrl, key=qid.encode(), value=str(batch).encode(), partition=0)
         producer.flush(30)
         for op in history.snapshot():
-            log.record(op.process, op.kind, op.outcome, op.values, at=spec.t0_epoch + op.time,
-                       topic=op.topic, partition=op.partition, offset=op.offset,
-                       txn=op.txn, error=op.error,
+            log.record(op.process, op.kind, op.outcome, op.values,
+                       time=history.origin + op.time, topic=op.topic,
+                       partition=op.partition, offset=op.offset, txn=op.txn, error=op.error,
                        detail=f"batch {batch}")
         after_write(batch)  # a crash here leaves the transaction open
         producer.commit_transaction(30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from deliverylab.checker import extra_copies
+from deliverylab.history import Op
 from deliverylab.services.check import count_effects, twice
 
 
@@ -21,9 +22,10 @@ def test_a_redone_batch_makes_duplicate_rows_calls_and_effects():
     ids = ["o:0", "o:1", "o:2"]
     rows = ["o:0", "o:1", "o:0", "o:1", "o:2"]
     calls = _calls(("o:0", True), ("o:0", True), ("o:1", True), ("o:2", True))
-    events = [{"kind": "poll", "message_id": m} for m in ("o:0", "o:1", "o:0", "o:1", "o:2")]
-    events.append({"kind": "fault", "fault": "kill_after_db"})
-    e = count_effects("none", ids, rows, calls, events)
+    ops = [Op("i0", "poll", "ok", t, (m,)) for t, m in enumerate(
+        ("o:0", "o:1", "o:0", "o:1", "o:2"))]
+    ops.append(Op("i0", "fault", "info", 5.0, fault="kill_after_db"))
+    e = count_effects("none", ids, rows, calls, ops)
     assert (e.rows, e.duplicate_rows, e.missing_rows) == (5, 2, 0)
     assert (e.calls, e.duplicate_calls, e.effects, e.duplicate_effects) == (4, 1, 4, 1)
     assert e.redelivered == 2 and e.faults == ["kill_after_db"] and e.duplicates == 3
@@ -46,6 +48,7 @@ def test_a_producer_duplicate_is_one_message_at_two_offsets():
 
 def test_missing_rows_and_effects_are_counted_not_hidden():
     e = count_effects("none", ["o:0", "o:1"], ["o:0"], _calls(("o:0", True)),
-                      [{"kind": "commit", "outcome": "fail"}])
+                      [Op("i0", "commit", "fail", 1.0, error="UNKNOWN_MEMBER_ID"),
+                       Op("i1", "commit", "ok", 2.0)])
     assert e.missing_rows == 1 and e.missing_effects == 1 and e.rejected_commits == 1
     assert "1 missing" in e.summary() and e.as_dict()["duplicates"] == 0

@@ -1,5 +1,5 @@
 """What every Spark run shares, without Spark: the checkpoint's two logs, the batch-size
-prediction, the query spec and the op log."""
+prediction and the query spec."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from deliverylab.errors import BadValue
-from deliverylab.history import History
 from deliverylab.spark import query as Q
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
@@ -79,8 +78,7 @@ def test_no_checkpoint_yet_has_no_batches(tmp_path: Path):
 
 def spec(tmp_path: Path, **kw) -> Q.QuerySpec:
     base = dict(bootstrap="127.0.0.1:9092", source="in", sink="kafka", target="out",
-                checkpoint=str(tmp_path / "ckpt"), state=str(tmp_path / "state"),
-                t0_epoch=1000.0)
+                checkpoint=str(tmp_path / "ckpt"), state=str(tmp_path / "state"))
     base.update(kw)
     return Q.QuerySpec(**base)
 
@@ -96,10 +94,3 @@ def test_query_spec_round_trips_through_json(tmp_path: Path):
     s = spec(tmp_path, crash_at=2, crash="kill_driver")
     assert Q.QuerySpec.from_json(s.to_json()) == s
 
-
-def test_op_log_times_ops_on_the_parents_clock(tmp_path: Path):
-    log = Q.OpLog(tmp_path / "ops.jsonl", t0_epoch=1000.0)
-    log.record("spark-0", "commit", "ok", at=1012.5, detail="commits/0")
-    log.record("spark-0", "send", "ok", ["producer-0:3"], at=1013.0, topic="out")
-    history = History.load(tmp_path / "ops.jsonl")
-    assert [(op.kind, op.time) for op in history] == [("commit", 12.5), ("send", 13.0)]
