@@ -457,8 +457,7 @@ def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],
     ``counts``); returns examples of each, as the Checker's findings look."""
     from ..services.check import count_effects  # lazy: chapter 06's checker
 
-    polls = [{"kind": "poll", "message_id": v} for op in history
-             if op.kind == "poll" for v in op.values]
+    polls = [op for op in history if op.kind == "poll"]
     effects = count_effects("student", input_ids, rows, [], polls)
     counts.update(duplicate_rows=effects.duplicate_rows, missing_rows=effects.missing_rows,
                   input_copies=effects.input_copies, redelivered=effects.redelivered)

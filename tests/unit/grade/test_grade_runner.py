@@ -444,3 +444,20 @@ def test_run_once_hands_a_raise_on_the_live_fault_to_a_successor(monkeypatch, tm
     run = runner.run_once(EX, sol, "none", 1, FakeCluster())
     assert run.state == RAISED and run.errors[0] == tb
     assert run.passed == {"nothing_lost": None, "one_batch_redone": None, "finishes": False}
+
+
+def test_effect_counts_reads_the_history_s_poll_ops():
+    # Exercise 06's rows against what the handler polled: a value polled twice and
+    # written twice is redelivered and a duplicate row; one never written is missing.
+    from deliverylab.grade.runner import effect_counts
+    from deliverylab.history import History
+
+    history = History()
+    a, b, c = "p-0:1", "p-0:2", "p-0:3"
+    history.record("instance-0", "poll", "ok", [a, b])
+    history.record("instance-1", "poll", "ok", [b, c])
+    counts: dict[str, int] = {}
+    examples = effect_counts(counts, [a, b, c], [a, b, b], history)
+    assert counts == {"duplicate_rows": 1, "missing_rows": 1, "input_copies": 0,
+                      "redelivered": 1}
+    assert examples == {"duplicate_rows": [{"value": b}], "missing_rows": [{"value": c}]}
