@@ -2,14 +2,17 @@
 
 Your stage copies every committed record of an input topic to an output topic, exactly
 once for read_committed readers. The lab runs this file in a process of its own, on a
-real cluster, and breaks it: it SIGKILLs the process right after one of its
-transactions committed; the restarted stage is SIGKILLed again in the middle of a
-transaction; a third instance finishes the input. The input also holds one *aborted*
-transaction. Then the lab reads the output with read_committed and checks:
+real cluster, and breaks it: it SIGKILLs the process right after one of your calls --
+each of your first polls, offset commits or sends and transaction commits in turn, one
+run each -- and a fresh instance takes over; and it holds one of your writes past
+``message.timeout.ms``, so that a transactional call raises an *abortable* error while
+your process runs. The input also holds one *aborted* transaction. Then the lab reads
+the output with read_committed and checks:
 
 - nothing lost: every committed input value is in the output;
 - exactly once: no input value twice, and no value of the aborted input transaction;
-- finishes: your loop returns once ``running()`` is False, without raising.
+- finishes: your loop returns once ``running()`` is False, without raising on an
+  abortable error (a fatal one, such as being fenced by a newer instance, may end it).
 
 Grade it from the chapter (``dl.grade("04")``) or a terminal::
 
@@ -22,7 +25,8 @@ The contract (what the lab gives you):
   ``CONSUMER_SETTINGS``). At most 10 messages per ``consume()``.
 - ``producer``: a transactional confluent_kafka ``Producer``: ``init_transactions()``
   has been called. Every restart of your stage gets the same ``transactional.id``, so a
-  new instance fences the one before it.
+  new instance fences the one before it. A write with no answer within 3 s fails
+  (``message.timeout.ms=3000``), and so does its transaction.
 - ``output_topic``: where to write each record: same value, same key.
 - ``running()``: True while there is input left to process.
 

@@ -11,7 +11,7 @@ reads (the concept, never the answer).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ class Exercise:
     #: The student's ``consume(n)`` returns n messages while their process has input left
     #: (the grader's wrapper waits for the rest of a short batch: :mod:`~deliverylab.
     #: grade.child`), so a batch is the same thing in every run. With every partition
-    #: smaller than a batch, every batch spans partitions (exercise 02, below).
+    #: smaller than a batch, every batch spans partitions (02 and 04: SPANNING_SIZES).
     full_batches: bool = False
     #: Extra producer settings of the student's producer (on top of the mode's).
     settings: dict[str, Any] = field(default_factory=dict)
@@ -87,9 +87,14 @@ class Exercise:
     optional_boundaries: tuple[str, ...] = ()
     depth: int = 2
     #: Faults that make one of the student's calls fail while their process lives: a
-    #: stage that raises on it is restarted once (as a service manager would), and only
-    #: then judged; a raise is the right answer to a write that failed for good.
+    #: stage that raises on it is restarted once (as a service manager would: its
+    #: successor also fences an open transaction it left, so the output reads back).
     live_faults: tuple[str, ...] = ()
+    #: Whether raising is the right answer to the live fault's failed call, so that the
+    #: run is judged by the successor (:meth:`hands_over`): 02's write that failed for
+    #: good (raise, uncommitted); not 04's abortable transaction error, which the loop
+    #: answers itself (abort, rewind, go on): there a raise fails ``finishes``.
+    live_raise_ok: bool = True
     #: Values of one aborted transaction the lab adds to the input.
     aborted_input: int = 0
     #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
@@ -132,6 +137,13 @@ class Exercise:
         one written differently (``correct_<how>.py``)."""
         return {"reference": self.reference, **{
             p.stem: p for p in sorted(self.solutions.glob("correct_*.py"))}}
+
+    def hands_over(self, fault: str) -> bool:
+        """Does a first stage process that raised under ``fault`` hand over to its
+        successor, which the run is judged by? Only under a live fault whose failed call
+        a raise rightly answers (``live_raise_ok``); otherwise the raise is the
+        student's (``finishes`` fails), whatever the successor does."""
+        return fault in self.live_faults and self.live_raise_ok
 
     def points(self, fault: str) -> list[CrashPoint | None]:
         """Where ``fault`` kills, one run each ([None]: a fault that is not a crash)."""
@@ -194,6 +206,19 @@ FINISHES = Property(
     "Your loop must keep polling while running() is True, return when it is False, and "
     "never raise: read the child's error in the excerpt.")
 
+#: Every batch spans partitions, by construction, not by luck: no partition holds a whole
+#: batch (at most 9 values; a batch is 10) and the grader's consume() hands over full
+#: batches while input is left (``full_batches``). So any batch -- 10 distinct messages,
+#: in whatever order librdkafka's fetches queued them (a fetch hands a partition over
+#: whole, so with 3 partitions of 6, 21 and 33 a run whose first fetch queued the 33
+#: first had two single-partition batches before any crash point left its depth) --
+#: holds values of two partitions or more. The first commit then has two partitions to
+#: cover: a loop that commits (02) or sends to its transaction (04) only its last
+#: message's partition leaves the other with no committed offset, and killed right
+#: after that commit (searched on every seed) its successor redoes that partition's
+#: values from the start. Uneven sizes, so that no two partitions run out together.
+SPANNING_SIZES = (9, 4, 8, 9, 6, 9, 7, 8)
+
 #: The arguments of a whole stage's loop (02, 04).
 STAGE_PARAMS = ("consumer", "producer", "output_topic", "running")
 
@@ -227,19 +252,9 @@ CONSUME_LOOP = Exercise(
     settings={"linger.ms": 100, "message.timeout.ms": 3000, "request.timeout.ms": 3000},
     params=STAGE_PARAMS, crash_faults=("crash_consumer",), live_faults=("hold_request",),
     boundaries=("poll", "flush", "commit"),
-    # Every batch spans partitions, by construction, not by luck: no partition holds a
-    # whole batch (at most 9 values; a batch is 10) and the grader's consume() hands
-    # over full batches while input is left (full_batches). So any batch -- 10 distinct
-    # messages, in whatever order librdkafka's fetches queued them (a fetch hands a
-    # partition over whole, so with 3 partitions of 6, 21 and 33 a run whose first
-    # fetch queued the 33 first had two single-partition batches before any crash point
-    # left its depth) -- holds values of two partitions or more. The first commit then
-    # has two partitions to cover: a loop that commits only its last message's partition
-    # leaves the other with no committed offset, and killed right after that commit
-    # (commit#1, searched on every seed) its successor redoes that partition's values
-    # from the start, values polled before the commit: beyond the exact redo bound.
-    # Uneven sizes, so that no two partitions run out together.
-    input_sizes=(9, 4, 8, 9, 6, 9, 7, 8), full_batches=True,
+    # Killed after commit#1, a loop that committed its last message's partition only
+    # redoes values polled before that commit: beyond the exact redo bound.
+    input_sizes=SPANNING_SIZES, full_batches=True,
 )
 
 def _exactly_once(counts: dict[str, int], fault: str) -> bool:
@@ -248,24 +263,46 @@ def _exactly_once(counts: dict[str, int], fault: str) -> bool:
 
 TRANSACTION_LOOP = Exercise(
     id="04", name="transaction_loop", chapter="04_transactions", function="transaction_loop",
-    faults=("none", "crash_consumer"),
+    faults=("none", "crash_consumer", "hold_request"),
     properties=(
         Property("nothing_lost", "every committed input value reaches the output "
                  "(read_committed)", _nothing_lost,
                  "After a crash the restarted stage starts from the group's committed "
                  "offsets: were offsets committed for work whose transaction never "
-                 "committed?", anomaly="pipeline_missing"),
+                 "committed?", anomaly="pipeline_missing",
+                 fault_hints={"hold_request": "Here one of your transactions failed and "
+                              "was aborted: its output is gone, and your consumer's "
+                              "position had already moved past its batch. Where does the "
+                              "next transaction start reading, and what does it commit?"}),
         Property("exactly_once", "no committed input value appears twice in the output, "
                  "nor any aborted one (read_committed)", _exactly_once,
                  "A read_committed reader sees a value twice only if two committed "
                  "transactions wrote it: do your output and the position you resume from "
                  "commit atomically, and at the right offset?", anomaly="pipeline_extra"),
-        FINISHES,
+        replace(FINISHES, fault_hints={
+            "hold_request": "Here one of your writes got no answer within "
+            "message.timeout.ms, and a transactional call raised an abortable error "
+            "(txn_requires_abort()): it ends the transaction, not the stage. What must "
+            "your loop do so that the batch is still copied, once?"}),
     ),
     transactional=True, aborted_input=5, params=STAGE_PARAMS,
     crash_faults=("crash_consumer",),
     boundaries=("poll", "commit", "send_offsets", "commit_transaction"),
     optional_boundaries=("commit",),
+    # hold_request keeps the student's first Produce request from the broker: with no
+    # answer in 3 s its messages time out (librdkafka tears the connection down after a
+    # timed-out request, socket.max.fails=1, and reconnects), the transaction enters
+    # librdkafka's abortable state (an epoch bump follows its abort), and
+    # send_offsets_to_transaction or commit_transaction raises an abortable error in the
+    # live process. A raise is no answer to that (live_raise_ok): abort, rewind, go on.
+    # message.timeout.ms must not exceed the mode's transaction.timeout.ms (librdkafka
+    # refuses the config otherwise).
+    settings={"message.timeout.ms": 3000, "request.timeout.ms": 3000},
+    live_faults=("hold_request",), live_raise_ok=False,
+    # Killed after commit_transaction#1, a loop that sent its last message's partition
+    # only to the transaction has its successor copy the other partition's values of
+    # that committed batch again, in committed transactions: exactly_once fails.
+    input_sizes=SPANNING_SIZES, full_batches=True,
 )
 
 IDEMPOTENT_HANDLER = Exercise(

@@ -218,8 +218,11 @@ class Report:
                 continue
             # The shortest story first: a crash that landed earliest in the run.
             run = min(c.failing, key=lambda r: (len(r.history or []), r.seed))
+            # A raise is named by its traceback above; a fault whose failed call the
+            # loop must answer itself (04's abortable error) also says what it was.
             hint = c.prop.hint_for(c.fault) if run.state == "judged" else (
-                "Your code did not run to its end: read its error above.")
+                c.prop.fault_hints.get(c.fault)
+                or "Your code did not run to its end: read its error above.")
             out.append({"fault": c.fault, "property": c.prop.name, "says": c.prop.says,
                         "seed": run.seed, "point": run.point, "crash": run.crash,
                         "failing_seeds": [r.seed for r in c.failing],

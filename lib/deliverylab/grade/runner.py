@@ -6,11 +6,15 @@ Every run has the same shape, so that runs of different solutions compare:
 2. the lab writes ``values`` unique values to the input (at least once, recorded),
    unevenly over its partitions (:func:`input_sizes`: batches span partitions);
 3. the fault is armed (``lose_ack``: the next produce response of the output's leader
-   is dropped) and the student's stage runs as ``stage-0`` in a child process
-   (:mod:`deliverylab.grade.child`); under a crash fault that process SIGKILLs itself
-   right after the run's crash point (``flush#2``: the student's 2nd ``flush()``
-   returned; :mod:`deliverylab.grade.search`), and ``stage-1``, a fresh process with the
-   same static group membership, takes its place at once, as a restarted service would;
+   is dropped; ``hold_request``: the student's first produce request is kept from the
+   broker past its timeout, a live fault) and the student's stage runs as ``stage-0``
+   in a child process (:mod:`deliverylab.grade.child`); under a crash fault that
+   process SIGKILLs itself right after the run's crash point (``flush#2``: the
+   student's 2nd ``flush()`` returned; :mod:`deliverylab.grade.search`), and
+   ``stage-1``, a fresh process with the same static group membership, takes its place
+   at once, as a restarted service would
+   (so does it when ``stage-0`` raised under a live fault: whether that raise was right
+   is the exercise's to say, :meth:`~deliverylab.grade.exercises.Exercise.hands_over`);
 4. the cluster is healed, the children's events become History ops, both topics are read
    back, and the run is judged -- only if it ran to its end with its crash placed
    (:func:`judge_state`): the Checker's counts and the exact redo bound decide each
@@ -357,7 +361,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 # the partitions (by key, by default), and nothing else produces now.
                 loss = nemesis.lose_ack(count=1)
             live = fault in exercise.live_faults
-            if fault == "hold_request":  # the student's first write never gets an answer
+            if fault == "hold_request":  # the student's first write never gets an answer:
+                # 02 sees its delivery fail, 04 its transaction fail (abortable)
                 held = nemesis.hold_request(api="Produce", count=1,
                                             client_id=stage.client_id)
             endings: list[tuple[str, str, str]] = []
@@ -385,7 +390,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         finally:
             nemesis.heal()
             stage.close()
-    state, reason = judge_state(events, endings, plan, live=live)
+    state, reason = judge_state(events, endings, plan, live=exercise.hands_over(fault))
     if state == JUDGED and held is not None and not held.handle.held:
         state, reason = UNPLACED, "not judged: no write of yours was held (none was made)"
     if state == JUDGED and unread:

@@ -161,7 +161,7 @@ def test_a_batch_is_left_short_when_no_input_is_left_or_nothing_came(tmp_path: P
     fake = Trickle([[], [FakeMsg(0)]])
     c = StudentConsumer(fake, events, KillPlan(events), left=lambda: True)
     assert c.consume(num_messages=10, timeout=0.5) == [] and len(fake.asked) == 1
-    # an exercise without full_batches (04) gets librdkafka's batches as they come
+    # without full_batches, consume() hands on librdkafka's batches as they come
     fake = Trickle([[FakeMsg(0)], [FakeMsg(1)]])
     c = StudentConsumer(fake, events, KillPlan(events))
     assert len(c.consume(num_messages=10, timeout=0.5)) == 1

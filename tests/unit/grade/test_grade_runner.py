@@ -35,13 +35,16 @@ def test_the_input_is_uneven_so_that_batches_span_partitions():
     assert sum(uneven_sizes(40)) == 40
     ends = [6, 6 + 21]
     assert all(s % EX.batch for s in [*uneven_sizes(60), *ends])  # no batch ends there
-    assert input_sizes(exercise("04")) == [6, 21, 33]  # the other exercises keep theirs
+    assert input_sizes(exercise("06")) == [6, 21, 33]  # the handler keeps the uneven 3
 
 
-def test_exercise_02s_partitions_are_each_smaller_than_a_batch_and_uneven():
-    sizes = input_sizes(EX)
-    assert sum(sizes) == EX.values and max(sizes) < EX.batch and EX.full_batches
+@pytest.mark.parametrize("ex_id", ["02", "04"])
+def test_the_loops_partitions_are_each_smaller_than_a_batch_and_uneven(ex_id):
+    ex = exercise(ex_id)
+    sizes = input_sizes(ex)
+    assert sum(sizes) == ex.values and max(sizes) < ex.batch and ex.full_batches
     assert len(set(sizes)) > 1
+    assert input_sizes(ex) == input_sizes(EX)  # one layout, named once
     from deliverylab.grade.exercises import Exercise
 
     with pytest.raises(ValueError, match="fewer than 10 values each"):
@@ -96,6 +99,7 @@ def test_every_batch_spans_partitions_so_a_last_partition_commit_is_caught_by_co
     sizes = input_sizes(EX)
     for order in orders(sizes):
         assert len({p for p, _ in order[:EX.batch]}) >= 2
+        assert len({p for p, _ in order[EX.batch:2 * EX.batch]}) >= 2  # 04's too: same
         assert first_commit_redo(order, commit_last_only=True)
         assert first_commit_redo(order, commit_last_only=False) == []
     old = [(2, o) for o in range(33)] + [(0, o) for o in range(6)]
@@ -228,6 +232,41 @@ def test_under_a_live_fault_a_first_process_that_raised_hands_over_to_its_succes
     both = [("stage-0", "raised", ""), ("stage-1", "raised", "")]
     assert judge_state(events, both, {}, live=True)[0] == RAISED
     assert EX.live_faults == ("hold_request",) and "hold_request" in EX.faults
+
+
+def test_a_raise_is_the_answer_to_02s_failed_write_but_not_to_04s_abortable_error():
+    """02: a write that failed for good is answered by raising (uncommitted), and the
+    successor's run is judged. 04: an abortable transaction error is the loop's to
+    answer (abort, rewind, go on); a raise fails finishes, and its successor only
+    fences the open transaction so that the output reads back."""
+    ex04 = exercise("04")
+    assert EX.hands_over("hold_request") and not EX.hands_over("crash_consumer")
+    assert "hold_request" in ex04.faults and ex04.live_faults == ("hold_request",)
+    assert not ex04.hands_over("hold_request")
+    tb = "Traceback (your code):\nKafkaException: KafkaError{code=_MSG_TIMED_OUT}"
+    events = [e("stage-0", "raised", detail=tb)]
+    endings = [("stage-0", "raised", ""), ("stage-1", "done", "")]
+    assert judge_state(events, endings, {}, live=EX.hands_over("hold_request"))[0] == JUDGED
+    assert judge_state(events, endings, {}, live=ex04.hands_over("hold_request")) == (
+        RAISED, tb)
+
+
+def test_04s_producer_settings_are_ones_librdkafka_accepts_and_time_out_in_seconds():
+    """The live fault resolves in seconds only if a held write times out in seconds; and
+    librdkafka refuses a transactional producer whose message.timeout.ms exceeds its
+    transaction.timeout.ms (checked here on the real library, no broker needed)."""
+    from confluent_kafka import KafkaException, Producer
+
+    from deliverylab.clients import config
+    from deliverylab.modes import TRANSACTIONAL
+
+    ex04 = exercise("04")
+    conf = config("127.0.0.1:1", **{**TRANSACTIONAL.producer, **ex04.settings,
+                                    "transactional.id": "unit"})
+    assert conf["message.timeout.ms"] <= 5000 and conf["request.timeout.ms"] <= 5000
+    Producer(conf)  # accepted (nothing connects before init_transactions)
+    with pytest.raises(KafkaException, match="transaction.timeout.ms"):
+        Producer({**conf, "message.timeout.ms": conf["transaction.timeout.ms"] + 1})
 
 
 def test_a_spark_driver_killed_by_its_plan_hands_over_and_a_crash_query_driver_finishes():
@@ -461,3 +500,45 @@ def test_effect_counts_reads_the_history_s_poll_ops():
     assert counts == {"duplicate_rows": 1, "missing_rows": 1, "input_copies": 0,
                       "redelivered": 1}
     assert examples == {"duplicate_rows": [{"value": b}], "missing_rows": [{"value": c}]}
+
+
+def test_run_once_fails_finishes_when_04s_loop_raises_on_the_abortable_error(monkeypatch,
+                                                                            tmp_path):
+    """04 under hold_request: stage-0 raised on the abortable error, stage-1 (started to
+    fence the open transaction) copied everything. The raise is the student's: finishes
+    fails, nothing else is judged, and the hint names the abortable error."""
+    import types
+
+    v = [f"producer-0:{i}" for i in range(4)]
+    tb = ("Traceback (your code):\nKafkaException: KafkaError{code=_MSG_TIMED_OUT,"
+          "txn_requires_abort=True}")
+    events = [poll("stage-0", v[0], 0), {"process": "stage-0", "kind": "raised",
+                                          "detail": tb},
+              *(poll("stage-1", x, i) for i, x in enumerate(v)),
+              *(send("stage-1", x) for x in v)]
+    runner = wired(monkeypatch, events, [("raised", ""), ("done", "")], v)
+    held = types.SimpleNamespace(handle=types.SimpleNamespace(held=["a request"]))
+    monkeypatch.setattr(FakeNemesis, "hold_request", lambda self, **kw: held, raising=False)
+
+    class NoAbortedInput:  # the input's aborted transaction needs a broker
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def begin(self):
+            pass
+
+        def write(self, n):
+            pass
+
+        def abort(self):
+            pass
+
+    monkeypatch.setattr(runner, "TxnProducer", NoAbortedInput)
+    ex04 = exercise("04")
+    sol = tmp_path / "s.py"
+    sol.write_text("def transaction_loop(c, p, o, r): pass\n")
+    run = runner.run_once(ex04, sol, "hold_request", 1, FakeCluster())
+    assert run.state == RAISED and run.errors[0] == tb
+    assert run.passed == {"nothing_lost": None, "exactly_once": None, "finishes": False}
+    fail = Report(ex04, sol, [run]).failures()[0]
+    assert fail["property"] == "finishes" and "txn_requires_abort()" in fail["hint"]

@@ -10,7 +10,7 @@ and the rewind is the easy half to forget.
 
 from confluent_kafka import KafkaException, TopicPartition
 
-EXPECTED_FAILURE = "hold_request x nothing_lost"  # guess: the live abortable-error fault's name
+EXPECTED_FAILURE = "hold_request x nothing_lost"
 
 CONSUMER_SETTINGS = {"isolation.level": "read_committed"}
 

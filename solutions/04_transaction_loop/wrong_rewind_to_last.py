@@ -8,7 +8,7 @@ transaction starts at the last one and commits past them. Loss, only after an ab
 
 from confluent_kafka import KafkaException, TopicPartition
 
-EXPECTED_FAILURE = "hold_request x nothing_lost"  # guess: the live abortable-error fault's name
+EXPECTED_FAILURE = "hold_request x nothing_lost"
 
 CONSUMER_SETTINGS = {"isolation.level": "read_committed"}
 

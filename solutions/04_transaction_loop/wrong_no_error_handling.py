@@ -10,7 +10,7 @@ only kill the process never make a call fail.
 
 from confluent_kafka import TopicPartition
 
-EXPECTED_FAILURE = "hold_request x finishes"  # guess: the live abortable-error fault's name
+EXPECTED_FAILURE = "hold_request x finishes"
 
 CONSUMER_SETTINGS = {"isolation.level": "read_committed"}
 
