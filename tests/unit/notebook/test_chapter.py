@@ -189,3 +189,15 @@ def test_moved_outcome_text_stands_only_after_the_chapters_first_reveal(chapter:
 
 
 # --- schedules -------------------------------------------------------------------------------
+
+
+def test_the_readme_names_each_chapter_s_idea_never_its_claim():
+    # The README is read before the chapters: its table gives each chapter's idea (the
+    # registry's words) and its faults, and no claim -- a student predicts those first.
+    readme = (LABS.parent / "README.md").read_text()
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\d\d_\w+)` \|.*$",
+                                                         readme, re.M)}
+    assert set(rows) == set(CHAPTER_CLAIMS), "the README's chapter table lists the chapters"
+    for name, entry in CHAPTER_CLAIMS.items():
+        assert entry.idea in rows[name], f"{name}: the README's row is not its idea"
+        assert not _runs(entry.claim) & _runs(rows[name]), f"{name}: the README tells its claim"
