@@ -12,7 +12,7 @@ import statistics
 import time
 
 from deliverylab.cluster import Cluster
-from deliverylab.connect.connect import file_source
+from deliverylab.connect.connect import Connect, file_source
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
         source.write_text("")
         for run in range(args.runs):
             for exactly_once in (False, True):
-                connect = cluster.connect(workers=2, exactly_once=exactly_once)
+                connect = Connect(cluster, workers=2, exactly_once=exactly_once).start()
                 starts.append(connect.start_seconds)
                 connect.create(f"b{run}", file_source(source, "bench-lines"))
                 owner = connect.wait_task(f"b{run}")

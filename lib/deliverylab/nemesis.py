@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .cluster import ready
-from .errors import LabError, QuorumWarning, TimedOut, bad_value
+from .errors import ClusterNotReady, LabError, QuorumWarning, TimedOut, bad_value
 from .faults import FAULTS, fault
 from .history import History, Op
 from .process.lablog import warnings_to_log
@@ -446,12 +446,17 @@ class Nemesis:
 
     def _connect_for(self, connector: str | None) -> Any:
         """The Connect cluster that holds ``connector`` (a chapter may run two: one
-        without exactly-once support, one with); the one started last if None."""
+        without exactly-once support, one with); the live one started last if None."""
         if connector is not None:
             for connect in reversed(self.cluster.connects):
                 if connector in connect.connectors:
                     return connect
-        return self.cluster.connected
+        live = [c for c in self.cluster.connects
+                if any(w.state != "stopped" for w in c.workers)]
+        if not live:
+            raise ClusterNotReady("no Connect cluster is running: start one with "
+                                  "dl.Connect(cluster, workers=2).start()")
+        return live[-1]
 
     def kill_worker(self, worker: int | None = None,
                     connector: str | None = None) -> FaultRecord:

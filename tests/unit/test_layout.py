@@ -1,4 +1,4 @@
-"""The package's shape, checked: the three import rules, the size limit, the one wait, the
+"""The package's shape, checked: the import rules, the size limit, the one wait, the
 one read-back, the one op log.
 
 The rules (docs/whats-here.md says why):
@@ -7,9 +7,12 @@ The rules (docs/whats-here.md says why):
 2. The machinery never imports a face or a chapter kit: ``notebook/``, ``classroom/``,
    ``grade/`` and ``chapters/`` import the machinery, never the other way round.
    ``chapters/`` is imported by the faces and notebooks only (and by tests, benches).
-3. No import circle between modules, counting imports inside functions and type-only
-   imports (``if TYPE_CHECKING:``) too: a circle closed by a type hint is still a
-   circle in the structure. ``KNOWN_CIRCLES`` names the ones left, each with why.
+3. No import circle between modules, counting every import: inside functions,
+   type-only ones (``if TYPE_CHECKING:``) and the package ``__init__`` an import runs on
+   the way (``from ..cluster import ready`` runs ``cluster/__init__``): a circle closed
+   by a type hint or a late import is still a circle in the structure. None is allowed.
+4. No arrow back up: every import goes down ``LAYERS`` (or stays in its layer), and the
+   wings and top-level modules import each other without a circle either.
 
 Plus: no module over 650 lines, no hand-written wait loop (a ``while`` around
 ``time.sleep``/``time.monotonic``) outside ``waiting.py`` but the named ``NOT_WAITS``,
@@ -24,6 +27,7 @@ fails on the line that breaks a rule, before anything runs.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -43,9 +47,11 @@ def _module_name(path: Path) -> tuple[str, bool]:
 def _imports(tree: ast.AST, name: str, is_package: bool,
              modules: set[str]) -> set[tuple[str, int]]:
     """The package's modules ``tree`` (module ``name``) imports, with the line: every
-    import, in a function or under ``if TYPE_CHECKING:`` too."""
+    import, in a function or under ``if TYPE_CHECKING:`` too (a function-local import
+    is exempt from nothing: it runs when called, and a circle it closes is one), and the
+    packages' ``__init__`` each import runs on the way."""
     edges: set[tuple[str, int]] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(tree):  # every node: function bodies and `if TYPE_CHECKING:`
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         targets: list[str] = []
@@ -67,6 +73,13 @@ def _imports(tree: ast.AST, name: str, is_package: bool,
         elif isinstance(node, ast.Import):
             targets += [a.name.removeprefix("deliverylab").lstrip(".")
                         for a in node.names if a.name.startswith("deliverylab")]
+        for t in targets:
+            # Importing `a.b.c` runs `a/__init__` and `a/b/__init__` first: an edge to
+            # each, but not to the importer's own packages (already running).
+            parts = t.split(".")
+            for anc in (".".join(parts[:i]) for i in range(1, len(parts))):
+                if anc in modules and not (name == anc or name.startswith(anc + ".")):
+                    edges.add((anc, node.lineno))
         edges.update((t, node.lineno) for t in targets if t != name)
     return edges
 
@@ -152,27 +165,98 @@ def _circles(graph: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
     return found
 
 
-#: Circles still closed by a type-only import, each with why it is left (issue 38):
-#: none. A circle that must stay is named here with why; it is not expected.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {}
-
-
 def test_no_import_circle_between_modules():
+    # Zero, with no allow-list: a module that needs only the shape of one above it names
+    # that shape as a Protocol of its own; shared names move down into a small module.
     # The facade ('') imports nothing at import time; packages' __init__ re-exports are
     # modules too, so proxy/__init__ -> proxy.proxy -> proxy (a circle) would show.
-    circles = [c for c in _circles(GRAPH) if frozenset(c) not in KNOWN_CIRCLES]
+    circles = _circles(GRAPH)
     assert not circles, circles
-    gone = [sorted(c) for c in KNOWN_CIRCLES if sorted(c) not in _circles(GRAPH)]
-    assert not gone, f"KNOWN_CIRCLES names circles that are gone: {gone}"
 
 
 def test_a_type_only_import_and_one_in_a_function_count():
-    # `if TYPE_CHECKING:` imports never run, but a circle they close is still a circle.
+    # `if TYPE_CHECKING:` imports never run, but a circle they close is still a circle;
+    # `from ..c import d` also runs c/__init__ (p/__init__ is the importer's own).
     tree = ast.parse("from typing import TYPE_CHECKING\n"
                      "if TYPE_CHECKING:\n    from .b import B\n"
                      "def f():\n    from ..c import d\n")
-    assert _imports(tree, "p.a", False, {"p.a", "p.b", "c", "c.d"}) == {("p.b", 3),
-                                                                         ("c.d", 5)}
+    assert _imports(tree, "p.a", False, {"p", "p.a", "p.b", "c", "c.d"}) == {
+        ("p.b", 3), ("c", 5), ("c.d", 5)}
+
+
+def test_a_circle_through_a_package_init_counts():
+    # What Cluster.connect() was: cluster.cluster imported connect.connect in a
+    # function, and connect.connect imported cluster.ready, which runs cluster/__init__,
+    # which imports cluster.cluster. No two modules name each other, yet it loops.
+    modules = {"cluster", "cluster.cluster", "cluster.ready", "connect", "connect.connect"}
+    sources = {"cluster": ("from .cluster import Cluster", True),
+               "cluster.cluster": ("from . import ready\n"
+                                   "def connect():\n    from ..connect.connect import C\n",
+                                   False),
+               "cluster.ready": ("", False),
+               "connect": ("from .connect import C", True),
+               "connect.connect": ("from ..cluster import ready", False)}
+    graph = {m: _imports(ast.parse(src), m, pkg, modules)
+             for m, (src, pkg) in sources.items()}
+    assert _circles(graph) == [["cluster", "cluster.cluster", "connect", "connect.connect"]]
+
+
+#: The layers, bottom up: a module imports only from its own layer or those below it
+#: (docs/whats-here.md draws the same order). Keyed by wing (a folder) or top-level
+#: module; the facade ('') is above them all and imports nothing at import time.
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("the ground vocabulary", frozenset(GROUND)),
+    ("the host: child processes, the JVMs' jars and profiles",
+     frozenset({"process", "runtime"})),
+    ("Kafka clients that speak the vocabulary", frozenset({"clients", "workload"})),
+    ("the brokers and their fault proxies", frozenset({"proxy", "cluster"})),
+    ("what runs on, reads or breaks a cluster",
+     frozenset({"readers", "segments", "connect", "nemesis", "schedule", "spark",
+                "services"})),
+    ("runs judged end to end", frozenset({"scenario", "matrix"})),
+    ("the faces and the chapters' kits", frozenset(FACES)),
+)
+LAYER_OF = {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}
+
+
+def test_every_wing_and_top_level_module_has_one_layer():
+    units = {_top(m) for m in GRAPH if m}
+    named = [u for _, layer in LAYERS for u in layer]
+    assert len(named) == len(set(named)), "a unit named in two layers"
+    assert set(named) == units, sorted(set(named) ^ units)
+
+
+def test_no_arrow_back_up():
+    # cluster/ importing connect/ (Cluster.connect) was one: the brokers below, what
+    # runs on them above. A lower layer that needs a shape of a higher one names it as
+    # a Protocol of its own (cluster.Stops, what the cluster stops with itself).
+    broken = [f"{m} ({LAYERS[LAYER_OF[_top(m)]][0]}) imports {t} "
+              f"({LAYERS[LAYER_OF[_top(t)]][0]}), line {line}"
+              for m in GRAPH if m for t, line in GRAPH[m]
+              if t and LAYER_OF[_top(t)] > LAYER_OF[_top(m)]]
+    assert not broken, broken
+
+
+def test_the_map_draws_the_layers_the_test_keeps():
+    # docs/whats-here.md rule 3 lists the layers bottom up, `;` between two: the same.
+    text = (LIB.parents[1] / "docs" / "whats-here.md").read_text()
+    order = " ".join(text.split("never above:", 1)[1].split(". A module", 1)[0].split())
+    groups = order.split(";")
+    assert len(groups) == len(LAYERS) and "the ground vocabulary" in groups[0], order
+    assert [set(re.findall(r"`(\w+)`", g)) for g in groups[1:]] == [
+        set(units) for _, units in LAYERS[1:]], order
+
+
+def test_no_import_circle_between_wings():
+    # Inside one layer, wings may lean on each other, one way: no two wings (or
+    # top-level modules) import each other, even through modules that do not.
+    wings = {_top(m): set() for m in GRAPH if m}
+    for m in GRAPH:
+        for t, line in GRAPH[m]:
+            if m and t and _top(t) != _top(m):
+                wings[_top(m)].add((_top(t), line))
+    circles = _circles(wings)
+    assert not circles, circles
 
 
 def test_the_circle_finder_finds_a_circle():

@@ -99,7 +99,9 @@ def run_stack(chapter: str, values: int = 300) -> None:
             spark = Inspector(cluster)
             spark.topic(topic).count()  # the driver up, the connector loaded
         if stack.connect_workers:
-            extra.append(cluster.connect(workers=stack.connect_workers))
+            from ..connect.connect import Connect
+
+            extra.append(Connect(cluster, workers=stack.connect_workers).start())
         if stack.services:
             from ..services.fleet import SideEffects
 

@@ -15,7 +15,7 @@ import time
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -34,6 +34,13 @@ from .properties import ClusterSpec, NodePorts, new_kafka_id
 BACKENDS = ("local", "docker", "auto")
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
 _log = lablog.logger(__name__)
+
+
+class Stops(Protocol):
+    """What the cluster needs of a group of processes started on it from above (a
+    Connect cluster): to stop it with the cluster."""
+
+    def stop(self) -> None: ...
 
 
 class _StartMethod:
@@ -133,7 +140,9 @@ class Cluster:
         self._reaper = None
         self._admin: AdminClient | None = None
         self._lock = threading.RLock()
-        self.connects: list[Any] = []  # Connect clusters started by connect()
+        #: Connect clusters started on this one, stopped with it: ``Connect.start``
+        #: adds itself (the cluster never imports Connect, which sits above it).
+        self.connects: list[Stops] = []
         #: Seconds spent in each phase of the last start, in order (bench/cluster_start.py
         #: prints them): where a slow start goes.
         self.start_phases: dict[str, float] = {}
@@ -595,30 +604,6 @@ class Cluster:
         ready.wait_until(f"topic {name!r} with a leader on each of its {partitions} "
                          "partitions", has_leaders, timeout, explain=self._why_stuck)
         return name
-
-    # ----------------------------------------------------------------- Connect
-    def connect(self, workers: int = 2, exactly_once: bool = False,
-                **options: Any) -> Any:
-        """Start a Kafka Connect cluster of ``workers`` JVMs on this cluster (distributed
-        mode, chapter 07) and return its :class:`~deliverylab.connect.connect.Connect`; it stops
-        with this cluster. ``exactly_once`` sets ``exactly.once.source.support=enabled``
-        on every worker; ``options`` go to ``Connect`` (``offset_flush_ms``, ``group``...).
-        """
-        from ..connect.connect import Connect
-
-        self._require_started()
-        connect = Connect(self, workers, exactly_once, **options)
-        self.connects.append(connect)
-        return connect.start()
-
-    @property
-    def connected(self) -> Any:
-        """The Connect cluster started last (what worker faults aim at)."""
-        live = [c for c in self.connects if any(w.state != "stopped" for w in c.workers)]
-        if not live:
-            raise ClusterNotReady("no Connect cluster is running: start one with "
-                                  "cluster.connect(workers=2)")
-        return live[-1]
 
     # -------------------------------------------------------------------- logs
     def log_path(self, node: int) -> Path:

@@ -13,9 +13,9 @@ offsets, restart, stop/resume, delete) with the two behaviours every caller woul
 otherwise trip on: a worker answers 409 during a rebalance (retried), and a paused
 worker never answers (it is never asked).
 
-Start it from a running cluster::
+Start it on a running cluster (it stops with the cluster)::
 
-    connect = cluster.connect(workers=2, exactly_once=True)
+    connect = Connect(cluster, workers=2, exactly_once=True).start()
     connect.create("filesrc", file_source("/tmp/lines.txt", "lines"))
 """
 
@@ -44,8 +44,9 @@ from ..waiting import wait_until
 
 
 class Cluster(Protocol):
-    """What Connect needs of the Kafka cluster it runs on (``cluster.Cluster``, which
-    starts it): named here so the two modules do not import each other."""
+    """What Connect needs of the Kafka cluster it runs on (``cluster.Cluster``): named
+    here so the cluster, below, never learns of Connect, above it. ``connects`` is the
+    cluster's list of what it stops with itself; ``Connect.start`` adds itself there."""
 
     @property
     def workdir(self) -> Path: ...
@@ -53,6 +54,8 @@ class Cluster(Protocol):
     def direct_bootstrap_servers(self) -> str: ...
     @property
     def spec(self) -> ClusterSpec | None: ...
+    @property
+    def connects(self) -> list[Any]: ...
 
 # Workers are small: one file connector, one task, a few thousand short records.
 # SerialGC and a capped heap keep two workers beside three brokers and Spark; C1 only
@@ -193,8 +196,8 @@ class Worker:
 class Connect:
     """A Kafka Connect cluster of ``workers`` JVMs on one Kafka :class:`Cluster`.
 
-    Made by :meth:`Cluster.connect <deliverylab.cluster.Cluster.connect>`, which also
-    stops it with the cluster. Each Connect cluster has its own ``group`` (and so its
+    ``Connect(cluster, ...).start()`` starts it and hands it to the cluster, which
+    stops it with itself. Each Connect cluster has its own ``group`` (and so its
     own config/offsets/status topics and transactional ids ``<group>-<connector>-<task>``),
     so a chapter can start a second one, with exactly-once on, beside the first.
     """
@@ -229,14 +232,18 @@ class Connect:
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> Connect:
-        """Launch every worker at once and wait until each answers ``GET /health``."""
+        """Launch every worker at once and wait until each answers ``GET /health``;
+        the cluster stops them with itself (a failed start too: what it launched)."""
         t0 = time.monotonic()
+        bootstrap = self.cluster.direct_bootstrap_servers  # raises unless it runs
+        if self not in self.cluster.connects:
+            self.cluster.connects.append(self)
         self._classpath = ":".join(str(p) for p in classpaths.classpath("connect"))
         if self.children is None:
             self.children = Children()
         for w in self.workers:
             w.dir.mkdir(parents=True, exist_ok=True)
-            props = worker_properties(self.cluster.direct_bootstrap_servers, self.group,
+            props = worker_properties(bootstrap, self.group,
                                       w.port, self.exactly_once, self.offset_flush_ms,
                                       self.cluster.spec.replication)
             (w.dir / "worker.properties").write_text(render(props))

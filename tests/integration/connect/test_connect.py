@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from deliverylab.cluster import Cluster
-from deliverylab.connect.connect import ConnectError
+from deliverylab.connect.connect import Connect, ConnectError
 
 pytestmark = pytest.mark.cluster
 
@@ -32,7 +32,7 @@ def kafka() -> Iterator[Cluster]:
 
 def test_two_workers_start_answer_and_stop_with_the_cluster():
     with Cluster.start(brokers=1) as cluster:
-        connect = cluster.connect(workers=2)
+        connect = Connect(cluster, workers=2).start()
         assert [connect.status_of(w.index) for w in connect.workers] == ["up", "up"]
         root = connect.rest("GET", "/")
         assert root["version"] == "4.1.1"
@@ -47,14 +47,15 @@ def test_two_workers_start_answer_and_stop_with_the_cluster():
 def test_a_worker_that_never_gets_ready_says_so_with_its_log(kafka: Cluster):
     # The module's cluster: the worker dies before it touches the brokers.
     with pytest.raises(ConnectError, match=r"worker 1 exited with code .*worker\.log"):
-        kafka.connect(workers=1, jvm_opts=["-Xmx1k"])
+        Connect(kafka, workers=1, jvm_opts=["-Xmx1k"]).start()
 
 
 OWNER = textwrap.dedent("""
     import json, sys, time
     from deliverylab.cluster import Cluster
+    from deliverylab.connect import Connect
     cluster = Cluster.start(brokers=1)
-    connect = cluster.connect(workers=2)
+    connect = Connect(cluster, workers=2).start()
     print(json.dumps([w.pid for w in connect.workers]), flush=True)
     time.sleep(600)
 """)
@@ -97,14 +98,14 @@ def runs(kafka: Cluster):
 
 @pytest.fixture(scope="module")
 def plain(kafka: Cluster):
-    connect = kafka.connect(workers=2, exactly_once=False)
+    connect = Connect(kafka, workers=2, exactly_once=False).start()
     yield connect
     connect.stop()
 
 
 @pytest.fixture(scope="module")
 def eos(kafka: Cluster):
-    connect = kafka.connect(workers=2, exactly_once=True)
+    connect = Connect(kafka, workers=2, exactly_once=True).start()
     yield connect
     connect.stop()
 

@@ -6,11 +6,13 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from deliverylab.connect.connect import (
     FILE_SOURCE,
+    Connect,
     ConnectError,
     Worker,
     _wait_process_state,
@@ -19,7 +21,8 @@ from deliverylab.connect.connect import (
     task_worker,
     worker_properties,
 )
-from deliverylab.errors import BadValue
+from deliverylab.errors import BadValue, ClusterNotReady
+from deliverylab.runtime import classpaths
 
 
 def test_worker_properties_hand_a_dead_workers_task_over_at_once_and_flush_late():
@@ -114,10 +117,6 @@ class _FakeCluster:
     def __init__(self, *connects: _FakeConnect) -> None:
         self.connects = list(connects)
 
-    @property
-    def connected(self) -> _FakeConnect:
-        return self.connects[-1]
-
 
 def test_worker_faults_aim_at_the_connect_cluster_holding_the_connector():
     from deliverylab.nemesis import Nemesis
@@ -132,6 +131,54 @@ def test_worker_faults_aim_at_the_connect_cluster_holding_the_connector():
     assert plain.done == ["kill 2", "resume 1"]
     faults = [op.fault for op in nemesis.history.faults()]
     assert faults == ["kill_worker", "kill_worker", "resume_worker"]
+
+
+def test_a_worker_fault_without_a_running_connect_cluster_says_how_to_start_one():
+    from deliverylab.nemesis import Nemesis
+
+    stopped = _FakeConnect(["plain-1"], owner=1)
+    for w in stopped.workers:
+        w.state = "stopped"
+    for cluster in (_FakeCluster(), _FakeCluster(stopped)):
+        with pytest.raises(ClusterNotReady, match=r"dl\.Connect\(cluster, workers=2\)"):
+            Nemesis(cluster).kill_worker()
+
+
+class _Brokers:
+    """What Connect reads of its Kafka cluster (connect.Cluster), running or not."""
+
+    def __init__(self, tmp_path: Path, running: bool = True) -> None:
+        self.workdir, self.running = tmp_path, running
+        self.spec = SimpleNamespace(replication=1)
+        self.connects: list = []
+
+    @property
+    def direct_bootstrap_servers(self) -> str:
+        if not self.running:
+            raise ClusterNotReady("the cluster is not running: call start() first")
+        return "127.0.0.1:1"
+
+
+def test_a_started_connect_cluster_is_handed_to_its_cluster_once(tmp_path: Path,
+                                                                  monkeypatch):
+    # The cluster stops what is in its `connects`; it never imports Connect, so Connect
+    # adds itself. The workers' JVMs are left out: what is checked is the hand-over.
+    monkeypatch.setattr(classpaths, "classpath", lambda name: [])
+    monkeypatch.setattr(Connect, "_launch", lambda self, w: None)
+    monkeypatch.setattr(Connect, "_wait_healthy", lambda self, w, deadline, t0: None)
+    brokers = _Brokers(tmp_path)
+    connect = Connect(brokers, workers=1)
+    assert connect.start() is connect and brokers.connects == [connect]
+    connect.start()
+    assert brokers.connects == [connect]
+    connect.stop()
+
+
+def test_connect_on_a_stopped_cluster_raises_before_anything_starts(tmp_path: Path):
+    brokers = _Brokers(tmp_path, running=False)
+    with pytest.raises(ClusterNotReady, match="call start"):
+        Connect(brokers, workers=1).start()
+    assert brokers.connects == [] and not any(tmp_path.iterdir())
 
 
 def test_pause_waits_for_the_stop_and_a_dead_worker_is_never_called_paused(tmp_path: Path):
