@@ -68,7 +68,9 @@ def service_config(s: HubSettings, run_as_root: bool) -> tuple[dict, list[dict],
                     "--public-url", s.url, "--spawner", s.spawner,
                     "--refresh", str(s.dashboard_refresh),
                     *(["--mem-limit-gb", str(s.mem_limit_gb)] if s.mem_limit_gb else [])],
-        "environment": {"PYTHONPATH": s.pythonpath,
+        # the students' Python (host.prepare_runtime's copy and its LD_LIBRARY_PATH
+        # where the venv's own sits in a home nobody else can enter)
+        "environment": {**s.extra_env, "PYTHONPATH": s.pythonpath,
                         "PATH": f"{s.venv_bin}:/usr/bin:/bin"},
         "cwd": "/",
         "oauth_no_confirm": True,  # the class's own service: no "authorize?" page
