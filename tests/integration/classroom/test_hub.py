@@ -12,7 +12,8 @@ is left running.
 Meanwhile the instructor watches the class in Chromium: the dashboard service
 (``/services/instructor/``, hub OAuth) lists the three students with nothing run yet
 and their memory against the cap, a student who opens it gets 403, and the page, reloading
-itself while the students work, shows each student's chapter row once their run wrote it.
+itself while the students work, changes while they run and shows each student's chapter
+row once their run wrote it; left open, it does not keep the idle servers from the culler.
 
 Alone (``solo``): three clusters of three brokers and three Spark drivers on two cores.
 """
@@ -234,13 +235,20 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
         if "error" in outcome:
             raise outcome["error"]  # type: ignore[misc]
 
+    live: set[str] = set()  # what the page showed while a student's run was going
+
+    def all_held(rows: list) -> bool:
+        if running[0] > 0:
+            live.add(repr(rows))
+        return sorted((r[0], r[1], r[2]) for r in rows) == [
+            (n, CHAPTER, "held") for n in ("ann", "ben", "cat")]
+
     try:
-        rows = wait_for_rows(
-            board, "each student's chapter 00 row, its claim held",
-            lambda rows: sorted((r[0], r[1], r[2]) for r in rows) == [
-                (n, CHAPTER, "held") for n in ("ann", "ben", "cat")], 900, runs_failed)
+        rows = wait_for_rows(board, "each student's chapter 00 row, its claim held",
+                             all_held, 900, runs_failed)
         print(f"dashboard showed the three results with {running[0]} run(s) still going:",
-              rows)
+              rows, f"({len(live)} different pages while the runs went)")
+        assert len(live) >= 2, f"the dashboard did not change while the class ran: {live}"
     finally:
         board.screenshot(path=str(Path(artifacts) / "hub-instructor-dashboard.png"),
                          full_page=True)

@@ -11,6 +11,15 @@ Least privilege, no root:
   right to start or stop a server. The students' homes are 0700, so reading the files
   through their servers is the one way in without root; a stopped server's last seen
   files stay on the page, marked stopped.
+- It does not keep idle servers alive. Every request through the hub's proxy counts as
+  the student's activity (configurable-http-proxy stamps the route; the hub reads the
+  stamps), so a dashboard polling every few seconds kept every server from the idle
+  culler (seen in the hub test). The service therefore reads a student's files again
+  only when the hub's ``last_activity`` of their server is later than the end of its
+  own last read (its own read is stamped before that end), and asks the server with
+  ``no_track_activity`` (jupyter_server's flag) so the server's own report stays the
+  student's. The page lags a student's run by up to the server's activity interval
+  (``JUPYTERHUB_ACTIVITY_INTERVAL``, 60 s in a class).
 - Only the instructor opens it: hub OAuth (:class:`jupyterhub.services.auth.HubOAuth`)
   lets in a user with ``access:services!service=instructor``, which the hub's admins
   have and the role :data:`VIEWER_ROLE` gives the ``instructors`` group (the class's
@@ -47,6 +56,8 @@ GROUP = "instructors"
 SERVICE_USER = "nobody"
 SERVICE_ROLE = "instructor-dashboard"
 VIEWER_ROLE = "instructor-viewer"
+#: jupyter_server's flag: this request is not the student's activity.
+QUIET = "no_track_activity=1"
 
 
 def service_scopes(students: list[str]) -> list[str]:
@@ -96,28 +107,38 @@ class Class:
         self.public_url, self.api_url, self.token = public_url.rstrip("/"), api_url, token
         self.cap = int(mem_limit_gb * 2**30) if mem_limit_gb else None
         self.files: dict[str, dict[str, tuple[str, ResultFile]]] = {n: {} for n in students}
+        #: When each student's last read ended (epoch s): read again after activity only.
+        self.read_at: dict[str, float] = {}
 
     def _get(self, url: str) -> Any:
         req = urllib.request.Request(url, headers={"Authorization": f"token {self.token}"})
         with urllib.request.urlopen(req, timeout=10) as rsp:
             return json.loads(rsp.read())
 
-    def server(self, name: str) -> tuple[str, str | None]:
-        """("running" | "starting" | "stopped" | why unknown, the server's URL path)."""
+    def server(self, name: str) -> tuple[str, str | None, float]:
+        """("running" | "starting" | "stopped" | why unknown, the server's URL path, its
+        last activity as the hub knows it (epoch s, 0 if none))."""
         try:
             user = self._get(f"{self.api_url}/users/{urllib.parse.quote(name)}")
         except urllib.error.HTTPError as exc:
-            return f"unknown (hub answered {exc.code})", None
+            return f"unknown (hub answered {exc.code})", None, 0.0
         except OSError as exc:
-            return f"unknown ({exc})", None
+            return f"unknown ({exc})", None, 0.0
         server = (user.get("servers") or {}).get("")
         if not server:
-            return "stopped", None
-        return ("running" if server.get("ready") else "starting"), server.get("url")
+            return "stopped", None, 0.0
+        active = max(_stamp(server.get("last_activity") or "", 0.0),
+                     _stamp(server.get("started") or "", 0.0))
+        return ("running" if server.get("ready") else "starting"), server.get("url"), active
+
+    def due(self, name: str, active: float) -> bool:
+        """Read again: never read, or the student did something after the last read."""
+        return name not in self.read_at or active > self.read_at[name]
 
     def _listing(self, base: str, path: str) -> list[dict]:
         try:
-            got = self._get(f"{base}api/contents/{urllib.parse.quote(path)}?content=1")
+            got = self._get(f"{base}api/contents/{urllib.parse.quote(path)}?content=1"
+                            f"&{QUIET}")
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return []
@@ -141,13 +162,14 @@ class Class:
                             continue
                         got = self._get(f"{base}api/contents/"
                                         f"{urllib.parse.quote(entry['path'])}"
-                                        "?content=1&type=file&format=text")
+                                        f"?content=1&type=file&format=text&{QUIET}")
                         mtime = _stamp(stamp)
                         seen[entry["path"]] = (stamp, ResultFile(
                             f"{name}:{entry['path']}", got.get("content") or "", mtime))
         except (OSError, ValueError) as exc:
             return f"results not read ({str(exc)[:80]})"
         self.files[name] = seen
+        self.read_at[name] = time.time()  # after the last answer: our own stamps precede it
         return None
 
     def memory(self, name: str) -> tuple[int | None, str]:
@@ -165,8 +187,8 @@ class Class:
     def collect(self) -> tuple[Collected, list[StudentState]]:
         out, states = Collected(), []
         for name in self.students:
-            server, path = self.server(name)
-            if path is not None and server == "running":
+            server, path, active = self.server(name)
+            if path is not None and server == "running" and self.due(name, active):
                 why = self.refresh_files(name, f"{self.public_url}{path}")
                 if why:
                     server = f"{server}; {why}"
@@ -178,13 +200,14 @@ class Class:
         return out, states
 
 
-def _stamp(text: str) -> float:
+def _stamp(text: str, default: float | None = None) -> float:
+    """The hub's and jupyter_server's ISO times (``...Z``) as epoch seconds."""
     from datetime import datetime
 
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        return time.time()
+        return time.time() if default is None else default
 
 
 def make_app(klass: Class, refresh_s: int) -> Any:

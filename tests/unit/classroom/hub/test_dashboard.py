@@ -67,6 +67,7 @@ class _FakeServer(BaseHTTPRequestHandler):
 
     files: dict[str, str] = {}
     seen: list[str] = []
+    last_activity = "2026-11-28T06:00:00.000000Z"
 
     def do_GET(self) -> None:  # noqa: N802 -- http.server's name
         self.seen.append(self.path)
@@ -76,7 +77,8 @@ class _FakeServer(BaseHTTPRequestHandler):
             return
         path = urlparse(self.path).path
         if path == "/hub/api/users/ann":
-            body = {"name": "ann", "servers": {"": {"ready": True, "url": "/user/ann/"}}}
+            body = {"name": "ann", "servers": {"": {
+                "ready": True, "url": "/user/ann/", "last_activity": self.last_activity}}}
         elif path == "/hub/api/users/ben":
             body = {"name": "ben", "servers": {}}
         elif path.startswith("/user/ann/api/contents/"):
@@ -121,10 +123,16 @@ def test_the_service_reads_a_running_students_results_through_their_server():
             ("ann", "00_tour", True)]
         assert [s.server for s in states] == ["running", "stopped"]
         assert states[0].memory_bytes is None and "not measured" in states[0].memory_note
+        reads = [p for p in _FakeServer.seen if "/api/contents/" in p]
+        assert reads and all(p.endswith("no_track_activity=1") for p in reads), reads
         _FakeServer.seen.clear()
-        klass.collect()  # unchanged: listed again, not fetched again
-        assert not any(p.endswith("00_tour.json?content=1&type=file&format=text")
-                       for p in _FakeServer.seen)
+        klass.collect()  # no activity since the last read: the server is not asked
+        assert not any("/api/contents/" in p for p in _FakeServer.seen), _FakeServer.seen
+        assert [r["chapter"] for r in klass.collect()[0].chapters] == ["00_tour"]  # kept
+        _FakeServer.last_activity = "2999-01-01T00:00:00Z"  # the student did something
+        klass.collect()  # listed again; the unchanged file is not fetched again
+        assert any("/api/contents/labs/results?" in p for p in _FakeServer.seen)
+        assert not any("00_tour.json?" in p for p in _FakeServer.seen)
         klass.token = "wrong"
         _, states = klass.collect()
         assert states[0].server.startswith("unknown (hub answered 403)")
