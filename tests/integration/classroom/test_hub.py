@@ -187,6 +187,11 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
             f"{name}'s server is not in its cgroup: {cgroups}"
 
     # --- the instructor's dashboard, before anyone ran a chapter ---------------------
+    board_procs = [p for p in psutil.process_iter(["cmdline", "uids"])
+                   if "deliverylab.classroom.hub.dashboard" in (p.info["cmdline"] or [])
+                   and s.prefix in (p.info["cmdline"] or [])]
+    assert [p.info["uids"].real for p in board_procs] == [pwd.getpwnam("nobody").pw_uid], \
+        f"the dashboard service is not one process running as nobody: {board_procs}"
     board, status = log_in_to_board(browser, s.url, "ida", s.password)
     assert status == 200, f"the instructor's dashboard answered {status}"
     memory = (rf"\d+ MiB of {int(MEM_LIMIT_GB * 1024)} MiB" if Limits.available()
