@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import bad_value
+from ..notebook.chapter import chapter_names, number
 
 #: notebook.record.RECORD_ENV, spelled here so that the course imports no ipywidgets.
 RECORD_ENV = "DELIVERYLAB_PANEL_RECORD"
@@ -95,20 +96,23 @@ def default_labs() -> Path:
 
 
 def discover(labs: Path) -> list[str]:
-    """Chapter names (``NN_topic``) of the notebooks in ``labs``, in course order."""
-    return sorted(p.stem for p in Path(labs).glob("[0-9][0-9]_*.ipynb"))
+    """Chapter names (``NN_topic``, ``NNx_topic``) of the notebooks in ``labs``, in
+    course order."""
+    return chapter_names(labs)
 
 
 def select(available: Iterable[str], wanted: Iterable[str]) -> list[str]:
-    """The chapters asked for, by full name or prefix (``01``, ``01_at``), in course
-    order; all of them when none is asked for."""
+    """The chapters asked for, by full name, number (``02`` is ``02_at_least_once``,
+    ``02b`` the chapter split off it) or prefix (``01_at``), in course order; all of
+    them when none is asked for."""
     available = list(available)
     wanted = list(wanted)
     if not wanted:
         return available
     chosen: set[str] = set()
     for name in wanted:
-        hits = [c for c in available if c == name or c.startswith(name)]
+        hits = ([c for c in available if c == name or number(c) == name]
+                or [c for c in available if c.startswith(name)])
         if len(hits) != 1:
             raise bad_value("chapter", name, "one of " + ", ".join(available) if not hits
                             else "a prefix of exactly one chapter, not of "

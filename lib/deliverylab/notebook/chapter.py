@@ -1,7 +1,8 @@
 """The chapter's verdict: its claim, what it observed, and "what you saw".
 
 - :data:`CHAPTER_CLAIMS` -- every chapter's idea (what it asks, neutral) and its claim
-  (what the runs show), by chapter name. The claim lives here, not in the notebook: a
+  (what the runs show), by chapter name; :func:`number` and :func:`chapter_names`, the one
+  reading of a chapter's name (``02_at_least_once``, ``02b_consumer_groups``). The claim lives here, not in the notebook: a
   claim states the outcome, and a student reads the notebook before the run.
 - :class:`Chapter` -- the chapter's claim, the counts it observed, the checks it makes;
   :meth:`Chapter.finish` writes the results file (read by ``python -m
@@ -21,6 +22,7 @@ scenario, segments, consoles) and is reached through ``import deliverylab as dl`
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +31,35 @@ from typing import Any
 
 from ..checker import Result
 from ..errors import bad_value
+
+# --- a chapter's name -------------------------------------------------------------------------
+
+#: A chapter's name: its number (two digits, and a letter for a chapter split off the one
+#: before it: ``02b`` follows ``02``), an underscore, its topic. Sorted as text, the names
+#: are in course order (``_`` sorts before any letter).
+CHAPTER_NAME = re.compile(r"(\d\d[a-z]?)_([a-z0-9_]+)")
+#: The notebooks' file names that may be chapters (:func:`chapter_names` filters them).
+CHAPTER_GLOB = "[0-9][0-9]*_*.ipynb"
+
+
+def number(chapter: str) -> str:
+    """A chapter's number from its name or number: ``"02b"`` for ``02b_consumer_groups``.
+
+    The number is the chapter's short name everywhere a short one is used: its
+    questions (``02b_commit``), its exercise (``02``), the command line's selection."""
+    m = CHAPTER_NAME.fullmatch(chapter) or re.fullmatch(r"(\d\d[a-z]?)", chapter)
+    if m is None:
+        raise bad_value("chapter", chapter, "a chapter's name or number, e.g. "
+                        "'02_at_least_once' or '02b'")
+    return m.group(1)
+
+
+def chapter_names(labs: str | Path) -> list[str]:
+    """The chapters' names (``NN_topic``, ``NNx_topic``) of the notebooks in ``labs``, in
+    course order: the one list every place that enumerates chapters starts from."""
+    return sorted(p.stem for p in Path(labs).glob(CHAPTER_GLOB)
+                  if CHAPTER_NAME.fullmatch(p.stem))
+
 
 # --- every chapter's idea and claim --------------------------------------------------------
 

@@ -23,6 +23,7 @@ from ..errors import bad_value
 from ..faults import FAULTS
 from ..modes import MODES
 from ..spark.query import SINKS
+from .chapter import number
 from .questions import QUESTIONS
 
 #: How to write a list on papermill's command line, shown with every refused list.
@@ -268,7 +269,7 @@ def check(chapter: str, scope: MutableMapping[str, Any]) -> dict[str, Any]:
 def _predictions(chapter: str) -> dict[str, Spec]:
     """The chapter's ``predict_<short>`` parameters, one per question of the course."""
     return {q.parameter: Spec("prediction", question=q.name)
-            for q in QUESTIONS.values() if q.name[:2] == chapter[:2]}
+            for q in QUESTIONS.values() if q.name.split("_", 1)[0] == number(chapter)}
 
 
 for _chapter, _specs in SPECS.items():

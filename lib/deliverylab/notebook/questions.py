@@ -17,11 +17,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LabError, bad_value
+from .chapter import Chapter, number
 from .predict import Prediction, Question
 
 if TYPE_CHECKING:
     from ..history import History
-    from .chapter import Chapter
 
 #: Chapter 08's variants a prediction may name (a custom commit interval is left out).
 COST_VARIANTS = ("acks=0", "acks=1", "acks=all", "idempotent", "txn 10ms", "txn 100ms",
@@ -158,8 +158,8 @@ QUESTIONS: dict[str, Question] = {q.name: q for q in _QUESTIONS}
 
 
 def question(chapter: str, short: str) -> Question:
-    """Chapter ``chapter``'s (``"00_tour"`` or ``"00"``) question ``short``."""
-    name = f"{chapter[:2]}_{short}"
+    """Chapter ``chapter``'s (``"00_tour"`` or ``"00"``, ``"02b"``) question ``short``."""
+    name = f"{number(chapter)}_{short}"
     if name not in QUESTIONS:
         raise bad_value("prediction", name, "one of " + ", ".join(QUESTIONS))
     return QUESTIONS[name]
