@@ -52,6 +52,8 @@ HEADLESS: dict[str, dict[str, Any]] = {
 #: with a prediction waits for one before its run (the book leaves them out).
 PREDICTIONS: dict[str, dict[str, Any]] = {
     "00_tour": {"predict_moved": [0]},
+    "02_at_least_once": {"predict_autocommit": "never"},
+    "02b_consumer_groups": {"predict_commit": "refused"},
     "01_at_most_once": {"predict_lost": ["while_paused"]},
     "03_idempotent_producer": {"predict_restart": ["two_ids", "restart_at_0", "duplicates"]},
     "05_spark_pipeline": {"predict_replayed": 10},
@@ -67,8 +69,8 @@ SMALL: dict[str, dict[str, Any]] = {
     "00_tour": {"messages": 20, "rate": 40.0},
     "01_at_most_once": {"messages": 60, "rate": 30.0, "scenario_values": 1000,
                         "crash_values": 100},
-    "02_at_least_once": {"messages": 60, "rate": 30.0, "values": 40, "crash_after": 15,
-                         "stall_after": 15, "max_poll_interval_ms": 6000},
+    "02_at_least_once": {"messages": 60, "rate": 30.0, "values": 40, "crash_after": 15},
+    "02b_consumer_groups": {"values": 40, "stall_after": 15, "max_poll_interval_ms": 6000},
     "03_idempotent_producer": {"messages": 60, "rate": 30.0, "values": 40},
     "04_transactions": {"values": 40, "crash_after": 15},
     "05_spark_pipeline": {"values": 30, "max_offsets": 10, "crash_at": 1},

@@ -51,7 +51,7 @@ STACKS: dict[str, Stack] = {
     "00_tour": Stack(3),
     "01_at_most_once": Stack(3),
     "02_at_least_once": Stack(1),
-    "02b_consumer_groups": Stack(1),
+    "02b_consumer_groups": Stack(1, proxy=False),
     "03_idempotent_producer": Stack(1),
     "04_transactions": Stack(1),
     "05_spark_pipeline": Stack(1, proxy=False, child_driver=True),

@@ -97,11 +97,22 @@ CHAPTER_CLAIMS: dict[str, ChapterClaim] = {
         "crash after its commit loses messages downstream."),
     "02_at_least_once": ChapterClaim(
         "The at-least-once mode (acks=all, retries, offsets committed after processing): "
-        "what a lost acknowledgement, a consumer crash and a stalled consumer do; your own "
-        "consume loop, graded under faults.",
+        "what a lost acknowledgement, a consumer crash, the default auto-committing "
+        "consumer and a rewind do; your own consume loop, graded under faults.",
         "At least once (acks=all, retries, commit after processing): nothing "
         "acknowledged is lost, but a lost ack makes a duplicate, and a consumer that "
-        "crashes or stalls before committing has its batch processed twice."),
+        "crashes before committing has its batch processed twice; librdkafka's default "
+        "auto-commit commits what poll handed over, so the same crash loses the rest of "
+        "the batch."),
+    "02b_consumer_groups": ChapterClaim(
+        "The consumer group: a member that stalls past max.poll.interval.ms, the instance "
+        "that takes its partitions over, and what the rebalances that follow cost the "
+        "other members under the eager and cooperative strategies and static membership.",
+        "A consumer stalled past max.poll.interval.ms leaves its group: another instance "
+        "redoes its uncommitted batch and its late commit is refused. The stall costs the "
+        "others two rebalances; eager stops the whole group at both, cooperative-sticky "
+        "flushes nothing at the eviction, and static membership has no rebalance at all "
+        "while the staller's own partitions wait."),
     "03_idempotent_producer": ChapterClaim(
         "The idempotent producer: producer ids and sequence numbers, on the wire and on "
         "disk, under a lost acknowledgement and a restarted producer.",

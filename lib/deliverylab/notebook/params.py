@@ -181,9 +181,12 @@ SPECS: dict[str, dict[str, Spec]] = {
     "02_at_least_once": {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "partition_leader", "heal")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000),
-        "stall_after": Spec("int", 1, 100_000),
-        "max_poll_interval_ms": Spec("int", 6000, 300_000),
         "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
+    "02b_consumer_groups": {
+        "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "values": Spec("int", 10, 100_000),
+        "stall_after": Spec("int", 1, 100_000),
+        "max_poll_interval_ms": Spec("int", 6000, 300_000)},
     "03_idempotent_producer": {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "heal")),
         "values": Spec("int", 10, 100_000)},
