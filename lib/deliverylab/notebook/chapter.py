@@ -2,8 +2,9 @@
 
 - :data:`CHAPTER_CLAIMS` -- every chapter's idea (what it asks, neutral) and its claim
   (what the runs show), by chapter name; :func:`number` and :func:`chapter_names`, the one
-  reading of a chapter's name (``02_at_least_once``, ``02b_consumer_groups``). The claim lives here, not in the notebook: a
-  claim states the outcome, and a student reads the notebook before the run.
+  reading of a chapter's name (``02_at_least_once``, ``02b_consumer_groups``). The claim
+  lives here, not in the notebook: a claim states the outcome, and a student reads the
+  notebook before the run.
 - :class:`Chapter` -- the chapter's claim, the counts it observed, the checks it makes;
   :meth:`Chapter.finish` writes the results file (read by ``python -m
   deliverylab.classroom.course`` and by CI), prints the claim with its verdict, and fails

@@ -294,6 +294,7 @@ def epochs(disk: Any) -> str:
     return "same" if disk["producer_epoch"].dropna().nunique() <= 1 else "bumped"
 
 
-__all__ = ["COST_VARIANTS", "QUESTIONS", "autocommit_fate", "epochs", "late_commit", "lost_phases", "lowest_throughput",
+__all__ = ["COST_VARIANTS", "QUESTIONS", "autocommit_fate", "epochs", "late_commit",
+           "lost_phases", "lowest_throughput",
            "markers", "moved_partitions", "predict", "question", "restart_statements",
            "slowest_e2e"]
