@@ -525,7 +525,7 @@ def compare(cluster: Any, name: str, strategies: Sequence[str] = tuple(STRATEGIE
 
 
 def claims(runs: Sequence[GroupRun]) -> dict[str, bool]:
-    """What chapter 02 asserts of an eager, a cooperative and a static run of the same
+    """What chapter 02b asserts of an eager, a cooperative and a static run of the same
     stall: relations that follow from the protocols.
 
     The pause relations need the modeled flush (``flush_s`` > 0 in every run): without
