@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deliverylab.notebook.chapter import chapter_names
+
 
 def cell_times(notebook: dict[str, Any]) -> list[tuple[int, float, str, list[str]]]:
     """(cell index, seconds, first source line, its ``...: done in`` lines) per code cell."""
@@ -57,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
                         "are counted in the total but not listed")
     args = parser.parse_args(argv)
     notebooks = sorted(p for path in args.paths
-                       for p in (path.glob("[0-9][0-9]_*.ipynb") if path.is_dir() else [path]))
+                       for p in ([path / f"{n}.ipynb" for n in chapter_names(path)]
+                                 if path.is_dir() else [path]))
     if not notebooks:
         print(f"no executed chapter notebooks in {', '.join(map(str, args.paths))}",
               file=sys.stderr)

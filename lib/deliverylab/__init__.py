@@ -34,7 +34,7 @@ _MODULES: dict[str, str] = {
     "readers": "read_back final_read peek committed_offsets pending_count ReadTimeout",
     "checker": "check lost aborted_reads",
     "modes": "AT_MOST_ONCE AT_LEAST_ONCE IDEMPOTENT TRANSACTIONAL MODES mode",
-    "scenario": "Scenario stall_takeover",
+    "scenario": "Scenario",
     "segments": "log_batches producer_summary",
     "spark.inspector": "Inspector",
     "spark.pipeline": "SparkPipeline",

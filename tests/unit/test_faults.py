@@ -14,6 +14,7 @@ from deliverylab.faults import FAULTS, SCENARIO_FAULTS, check_names, fault
 from deliverylab.modes import CLAIMS, MODES
 from deliverylab.nemesis import CLUSTER_FAULTS, Nemesis
 from deliverylab.notebook import params
+from deliverylab.notebook.chapter import chapter_names
 from deliverylab.notebook.widgets import FaultSpec
 from deliverylab.scenario import FAULTS as SCENARIO_CHOICES
 
@@ -67,7 +68,7 @@ def _buttons_in(notebook: Path) -> list[str]:
 
 def test_every_chapter_button_is_a_registry_fault():
     seen = set()
-    for notebook in sorted(LABS.glob("[0-9][0-9]_*.ipynb")):
+    for notebook in (LABS / f"{c}.ipynb" for c in chapter_names(LABS)):
         names = _buttons_in(notebook)
         seen.update(names)
         for name in names:

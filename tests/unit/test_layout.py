@@ -274,12 +274,16 @@ def test_no_module_is_over_650_lines(path: Path):
 #: work every round (read records, consume, drive a producer, kill), which no probe of
 #: ``waiting.wait_until`` should hide. Keyed "module:function".
 NOT_WAITS = {
-    "chapters.autocommit:crash_instance": "consumes until it holds a whole batch",
-    "chapters.autocommit:_successor": "processes records until the end offset",
+    "chapters.at_least_once.autocommit:crash_instance": "consumes until it holds a whole "
+                                                        "batch",
+    "chapters.at_least_once.autocommit:_successor": "processes records until the end "
+                                                    "offset",
     "chapters.connect_window:stream": "paces a writer, a chunk per pace_s: awaits nothing",
     "chapters.live_zombie:instance": "the zombie's consume-transform-produce loop",
-    "chapters.rebalance:stall_in_group": "drives the producer at its rate through the stall",
-    "chapters.rebalance:_loop": "a group member's consume loop (its stall is the fault)",
+    "chapters.consumer_groups.rebalance:stall_in_group": "drives the producer at its rate "
+                                                         "through the stall",
+    "chapters.consumer_groups.rebalance:_loop": "a group member's consume loop (its stall "
+                                                "is the fault)",
     "classroom.hub.users:sweep": "SIGKILLs the student's processes every round until none is left",
     "classroom.hub.__main__:main": "serves until the hub ends or Ctrl-C: no deadline, "
                                    "nothing awaited",
@@ -337,9 +341,9 @@ def test_every_wait_goes_through_the_one_wait():
 NOT_READ_BACKS = {
     "lib/deliverylab/cluster/ready.py:read_back": "a readiness probe: reads its own "
                                                  "token, asked again by the wait",
-    "lib/deliverylab/chapters/autocommit.py:_successor": "the group's successor, "
-                                                         "processing from its committed "
-                                                         "offset: what chapter 02 shows",
+    "lib/deliverylab/chapters/at_least_once/autocommit.py:_successor":
+        "the group's successor, processing from its committed offset: what chapter 02 "
+        "shows",
     "lib/deliverylab/chapters/cost_of_guarantees.py:latency": "times each record from "
                                                               "the topic's end as it "
                                                               "arrives: a measurement",

@@ -45,14 +45,12 @@ from typing import Any
 
 from ..errors import bad_value
 from ..notebook import figures
-from ..notebook.chapter import CHAPTER_CLAIMS
+from ..notebook.chapter import CHAPTER_CLAIMS, chapter_names
 from . import book_guides
 from .book_guides import Guide
 from .book_search import Section, outline, search_index, unique_heading_ids
 from .course import default_labs, select
 
-#: Executed chapters in a course folder.
-CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: Cell tags the book honours (Jupyter Book's names, plus the chapters' ``solution``).
 REMOVE_CELL = frozenset({"solution", "remove-cell"})
@@ -170,7 +168,7 @@ def find_chapters(source: Path, wanted: list[str] | None = None) -> list[Chapter
     if not source.is_dir():
         raise bad_value("source", str(source), "a folder of executed chapters (make course "
                         "writes results/course)")
-    names = sorted(p.stem for p in source.glob(CHAPTER_GLOB))
+    names = chapter_names(source)
     if not names:
         raise bad_value("source", str(source), "a folder holding executed chapter notebooks "
                         "(NN_topic.ipynb): run `make course` first")

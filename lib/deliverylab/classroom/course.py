@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import bad_value
+from ..notebook.chapter import chapter_names, number
 
 #: notebook.record.RECORD_ENV, spelled here so that the course imports no ipywidgets.
 RECORD_ENV = "DELIVERYLAB_PANEL_RECORD"
@@ -51,6 +52,8 @@ HEADLESS: dict[str, dict[str, Any]] = {
 #: with a prediction waits for one before its run (the book leaves them out).
 PREDICTIONS: dict[str, dict[str, Any]] = {
     "00_tour": {"predict_moved": [0]},
+    "02_at_least_once": {"predict_autocommit": "never"},
+    "02b_consumer_groups": {"predict_commit": "refused"},
     "01_at_most_once": {"predict_lost": ["while_paused"]},
     "03_idempotent_producer": {"predict_restart": ["two_ids", "restart_at_0", "duplicates"]},
     "05_spark_pipeline": {"predict_replayed": 10},
@@ -66,8 +69,8 @@ SMALL: dict[str, dict[str, Any]] = {
     "00_tour": {"messages": 20, "rate": 40.0},
     "01_at_most_once": {"messages": 60, "rate": 30.0, "scenario_values": 1000,
                         "crash_values": 100},
-    "02_at_least_once": {"messages": 60, "rate": 30.0, "values": 40, "crash_after": 15,
-                         "stall_after": 15, "max_poll_interval_ms": 6000},
+    "02_at_least_once": {"messages": 60, "rate": 30.0, "values": 40, "crash_after": 15},
+    "02b_consumer_groups": {"values": 40, "stall_after": 15, "max_poll_interval_ms": 6000},
     "03_idempotent_producer": {"messages": 60, "rate": 30.0, "values": 40},
     "04_transactions": {"values": 40, "crash_after": 15},
     "05_spark_pipeline": {"values": 30, "max_offsets": 10, "crash_at": 1},
@@ -95,20 +98,23 @@ def default_labs() -> Path:
 
 
 def discover(labs: Path) -> list[str]:
-    """Chapter names (``NN_topic``) of the notebooks in ``labs``, in course order."""
-    return sorted(p.stem for p in Path(labs).glob("[0-9][0-9]_*.ipynb"))
+    """Chapter names (``NN_topic``, ``NNx_topic``) of the notebooks in ``labs``, in
+    course order."""
+    return chapter_names(labs)
 
 
 def select(available: Iterable[str], wanted: Iterable[str]) -> list[str]:
-    """The chapters asked for, by full name or prefix (``01``, ``01_at``), in course
-    order; all of them when none is asked for."""
+    """The chapters asked for, by full name, number (``02`` is ``02_at_least_once``,
+    ``02b`` the chapter split off it) or prefix (``01_at``), in course order; all of
+    them when none is asked for."""
     available = list(available)
     wanted = list(wanted)
     if not wanted:
         return available
     chosen: set[str] = set()
     for name in wanted:
-        hits = [c for c in available if c == name or c.startswith(name)]
+        hits = ([c for c in available if c == name or number(c) == name]
+                or [c for c in available if c.startswith(name)])
         if len(hits) != 1:
             raise bad_value("chapter", name, "one of " + ", ".join(available) if not hits
                             else "a prefix of exactly one chapter, not of "

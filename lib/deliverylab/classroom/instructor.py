@@ -312,7 +312,7 @@ def plot(view: ClassView, save: str | Path | None = None) -> Any:
     if students and chapters:
         left.imshow(code, cmap=ListedColormap(["#dddddd", "#d62728", "#2ca02c"]),
                     vmin=0, vmax=2, aspect="auto")
-        left.set_xticks(range(len(chapters)), [c[:2] for c in chapters])
+        left.set_xticks(range(len(chapters)), [c.split("_", 1)[0] for c in chapters])
         left.set_yticks(range(len(students)), students)
     left.set_title("chapters: green held, red failed, grey not run")
     top = view.catching_cells.head(10)

@@ -137,7 +137,8 @@ ROLES = (("kafka.Kafka", "broker JVM"), ("ConnectDistributed", "Connect worker J
          ("org.apache.spark", "Spark driver JVM"), ("org.apache.kafka", "Kafka tool JVM"),
          ("reaper.py", "reapers"), ("proxy.engine", "fault proxy"),
          ("spark.driver", "child driver (Python)"), ("grade.child", "grader children"),
-         ("services.", "services"), ("chapters.autocommit", "auto-commit consumer"),
+         ("services.", "services"),
+         ("chapters.at_least_once.autocommit", "auto-commit consumer"),
          ("ipykernel", "kernel (Python)"),
          ("classroom.stacks stack", "kernel (Python)"),
          ("classroom.stacks student", "papermill (the server's part)"))

@@ -324,7 +324,8 @@ def figures(data: dict[str, Any], profile: str, chapter: str = "02_at_least_once
         notes.append(f"no chapter measured whole for profile {profile}: the limit and "
                      f"the seats cover {chapter} only, and heavier chapters need more; "
                      "measure them (as root, alone): bench/hub_course.py --students 1 "
-                     f"--profile {profile} --chapters {' '.join(c[:2] for c in missing)} "
+                     f"--profile {profile} --chapters "
+                     f"{' '.join(c.split('_', 1)[0] for c in missing)} "
                      f"--save {data.get('folder', 'results/classroom-plan')}")
     elif [c for c in missing if c != chapter]:
         notes.append("not measured whole, so not covered: "

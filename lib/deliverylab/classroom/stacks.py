@@ -51,6 +51,7 @@ STACKS: dict[str, Stack] = {
     "00_tour": Stack(3),
     "01_at_most_once": Stack(3),
     "02_at_least_once": Stack(1),
+    "02b_consumer_groups": Stack(1, proxy=False),
     "03_idempotent_producer": Stack(1),
     "04_transactions": Stack(1),
     "05_spark_pipeline": Stack(1, proxy=False, child_driver=True),
@@ -62,8 +63,9 @@ STACKS: dict[str, Stack] = {
 
 
 def chapter_name(name: str) -> str:
-    """A chapter by full name or number prefix (``02``)."""
-    hits = [c for c in STACKS if c == name or c.startswith(name)]
+    """A chapter by full name, number (``02``, ``02b``) or prefix (``02_at``)."""
+    hits = ([c for c in STACKS if c == name or c.split("_", 1)[0] == name]
+            or [c for c in STACKS if c.startswith(name)])
     if len(hits) != 1:
         raise bad_value("chapter", name, "one of " + ", ".join(STACKS))
     return hits[0]

@@ -1,8 +1,10 @@
 """The chapter's verdict: its claim, what it observed, and "what you saw".
 
 - :data:`CHAPTER_CLAIMS` -- every chapter's idea (what it asks, neutral) and its claim
-  (what the runs show), by chapter name. The claim lives here, not in the notebook: a
-  claim states the outcome, and a student reads the notebook before the run.
+  (what the runs show), by chapter name; :func:`number` and :func:`chapter_names`, the one
+  reading of a chapter's name (``02_at_least_once``, ``02b_consumer_groups``). The claim
+  lives here, not in the notebook: a claim states the outcome, and a student reads the
+  notebook before the run.
 - :class:`Chapter` -- the chapter's claim, the counts it observed, the checks it makes;
   :meth:`Chapter.finish` writes the results file (read by ``python -m
   deliverylab.classroom.course`` and by CI), prints the claim with its verdict, and fails
@@ -21,6 +23,7 @@ scenario, segments, consoles) and is reached through ``import deliverylab as dl`
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +32,35 @@ from typing import Any
 
 from ..checker import Result
 from ..errors import bad_value
+
+# --- a chapter's name -------------------------------------------------------------------------
+
+#: A chapter's name: its number (two digits, and a letter for a chapter split off the one
+#: before it: ``02b`` follows ``02``), an underscore, its topic. Sorted as text, the names
+#: are in course order (``_`` sorts before any letter).
+CHAPTER_NAME = re.compile(r"(\d\d[a-z]?)_([a-z0-9_]+)")
+#: The notebooks' file names that may be chapters (:func:`chapter_names` filters them).
+CHAPTER_GLOB = "[0-9][0-9]*_*.ipynb"
+
+
+def number(chapter: str) -> str:
+    """A chapter's number from its name or number: ``"02b"`` for ``02b_consumer_groups``.
+
+    The number is the chapter's short name everywhere a short one is used: its
+    questions (``02b_commit``), its exercise (``02``), the command line's selection."""
+    m = CHAPTER_NAME.fullmatch(chapter) or re.fullmatch(r"(\d\d[a-z]?)", chapter)
+    if m is None:
+        raise bad_value("chapter", chapter, "a chapter's name or number, e.g. "
+                        "'02_at_least_once' or '02b'")
+    return m.group(1)
+
+
+def chapter_names(labs: str | Path) -> list[str]:
+    """The chapters' names (``NN_topic``, ``NNx_topic``) of the notebooks in ``labs``, in
+    course order: the one list every place that enumerates chapters starts from."""
+    return sorted(p.stem for p in Path(labs).glob(CHAPTER_GLOB)
+                  if CHAPTER_NAME.fullmatch(p.stem))
+
 
 # --- every chapter's idea and claim --------------------------------------------------------
 
@@ -66,11 +98,22 @@ CHAPTER_CLAIMS: dict[str, ChapterClaim] = {
         "crash after its commit loses messages downstream."),
     "02_at_least_once": ChapterClaim(
         "The at-least-once mode (acks=all, retries, offsets committed after processing): "
-        "what a lost acknowledgement, a consumer crash and a stalled consumer do; your own "
-        "consume loop, graded under faults.",
+        "what a lost acknowledgement, a consumer crash, the default auto-committing "
+        "consumer and a rewind do; your own consume loop, graded under faults.",
         "At least once (acks=all, retries, commit after processing): nothing "
         "acknowledged is lost, but a lost ack makes a duplicate, and a consumer that "
-        "crashes or stalls before committing has its batch processed twice."),
+        "crashes before committing has its batch processed twice; librdkafka's default "
+        "auto-commit commits what poll handed over, so the same crash loses the rest of "
+        "the batch."),
+    "02b_consumer_groups": ChapterClaim(
+        "The consumer group: a member that stalls past max.poll.interval.ms, the instance "
+        "that takes its partitions over, and what the rebalances that follow cost the "
+        "other members under the eager and cooperative strategies and static membership.",
+        "A consumer stalled past max.poll.interval.ms leaves its group: another instance "
+        "redoes its uncommitted batch and its late commit is refused. The stall costs the "
+        "others two rebalances; eager stops the whole group at both, cooperative-sticky "
+        "flushes nothing at the eviction, and static membership has no rebalance at all "
+        "while the staller's own partitions wait."),
     "03_idempotent_producer": ChapterClaim(
         "The idempotent producer: producer ids and sequence numbers, on the wire and on "
         "disk, under a lost acknowledgement and a restarted producer.",

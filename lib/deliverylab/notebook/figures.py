@@ -360,6 +360,7 @@ BY_CHAPTER = {
     "00": ("cluster",),
     "01": ("high_watermark",),
     "02": ("lost_ack_retry", "commit_after_process"),
+    "02b": ("commit_after_process",),
     "03": ("idempotent_retry",),
     "04": ("transaction_log", "ctp_loop"),
     "05": ("spark_checkpoint",),

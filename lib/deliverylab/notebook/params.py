@@ -23,6 +23,7 @@ from ..errors import bad_value
 from ..faults import FAULTS
 from ..modes import MODES
 from ..spark.query import SINKS
+from .chapter import number
 from .questions import QUESTIONS
 
 #: How to write a list on papermill's command line, shown with every refused list.
@@ -180,9 +181,12 @@ SPECS: dict[str, dict[str, Spec]] = {
     "02_at_least_once": {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "partition_leader", "heal")),
         "values": Spec("int", 10, 100_000), "crash_after": Spec("int", 1, 100_000),
-        "stall_after": Spec("int", 1, 100_000),
-        "max_poll_interval_ms": Spec("int", 6000, 300_000),
         "solution": Spec("solution"), "grade_seeds": Spec("int", 1, 100)},
+    "02b_consumer_groups": {
+        "backend": BACKEND, "brokers": _COMMON["brokers"], "seed": _COMMON["seed"],
+        "results_path": _COMMON["results_path"], "values": Spec("int", 10, 100_000),
+        "stall_after": Spec("int", 1, 100_000),
+        "max_poll_interval_ms": Spec("int", 6000, 300_000)},
     "03_idempotent_producer": {
         **_COMMON, "faults": Spec("names", choices=("lose_ack", "heal")),
         "values": Spec("int", 10, 100_000)},
@@ -268,7 +272,7 @@ def check(chapter: str, scope: MutableMapping[str, Any]) -> dict[str, Any]:
 def _predictions(chapter: str) -> dict[str, Spec]:
     """The chapter's ``predict_<short>`` parameters, one per question of the course."""
     return {q.parameter: Spec("prediction", question=q.name)
-            for q in QUESTIONS.values() if q.name[:2] == chapter[:2]}
+            for q in QUESTIONS.values() if q.name.split("_", 1)[0] == number(chapter)}
 
 
 for _chapter, _specs in SPECS.items():

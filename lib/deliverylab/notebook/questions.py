@@ -17,11 +17,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LabError, bad_value
+from .chapter import Chapter, number
 from .predict import Prediction, Question
 
 if TYPE_CHECKING:
     from ..history import History
-    from .chapter import Chapter
 
 #: Chapter 08's variants a prediction may name (a custom commit interval is left out).
 COST_VARIANTS = ("acks=0", "acks=1", "acks=all", "idempotent", "txn 10ms", "txn 100ms",
@@ -51,6 +51,37 @@ _QUESTIONS = [
              "while_paused": "only the old leader had it; a follower without it was "
                              "elected, and the old leader truncated its log to match.",
              "after_kill": "written to the new leader's own log, which is the log now."}),
+    Question(
+        "02_autocommit", "The default consumer's poll handed it 10 values; it processed 4, "
+        "its commit timer fired, and then it is SIGKILLed. What happens to the other 6?",
+        "choice",
+        (("successor", "its successor processes them, each once"),
+         ("never", "nobody ever processes them"),
+         ("twice", "some of them are processed twice")),
+        concept="With librdkafka's defaults (enable.auto.offset.store=true) a message's "
+                "offset is stored the moment poll hands it to your code, and the "
+                "auto-commit timer commits what is stored, processed or not. The "
+                "successor starts at the committed offset: after the whole batch.",
+        why={"successor": "what storing offsets only after processing gives (the second "
+                          "run): the timer then commits the 4 processed values alone.",
+             "never": "the timer committed the offset past all 10 handed values; the "
+                      "successor starts after them.",
+             "twice": "would need a committed offset below what was processed: a crash "
+                      "before a commit-after-processing, not this timer."}),
+    Question(
+        "02b_commit", "pipeline-A wakes up after pipeline-B took its partitions over, and "
+        "commits the offsets of the batch it processed. What becomes of that commit?",
+        "choice",
+        (("accepted", "the broker accepts it: the group's offsets move to A's"),
+         ("refused", "the broker refuses it")),
+        concept="A consumer that does not poll within max.poll.interval.ms leaves its "
+                "group (librdkafka sends LeaveGroup itself). The group's next generation "
+                "hands its partitions to the others, and a commit from a member of a "
+                "generation that is gone is refused: the partitions are not its own.",
+        why={"accepted": "a late commit would overwrite the successor's progress; the "
+                         "group coordinator checks the member and its generation first.",
+             "refused": "A left the group when its poll interval ran out; its commit "
+                        "names a generation the group no longer has."}),
     Question(
         "03_restart", "After the idempotent producer is restarted and sends every value "
         "again, what will partition 0's log segment show?", "set",
@@ -158,8 +189,8 @@ QUESTIONS: dict[str, Question] = {q.name: q for q in _QUESTIONS}
 
 
 def question(chapter: str, short: str) -> Question:
-    """Chapter ``chapter``'s (``"00_tour"`` or ``"00"``) question ``short``."""
-    name = f"{chapter[:2]}_{short}"
+    """Chapter ``chapter``'s (``"00_tour"`` or ``"00"``, ``"02b"``) question ``short``."""
+    name = f"{number(chapter)}_{short}"
     if name not in QUESTIONS:
         raise bad_value("prediction", name, "one of " + ", ".join(QUESTIONS))
     return QUESTIONS[name]
@@ -213,6 +244,18 @@ def lost_phases(history: History, topic: str, in_log: Iterable[str]) -> list[str
     return [p for p in ("before_pause", "while_paused", "after_kill") if p in phases]
 
 
+def autocommit_fate(run: Any) -> str:
+    """02: what became of the values the crashed default consumer did not process
+    (an ``AutoCommitCrash``), as one of ``02_autocommit``'s outcomes."""
+    return "never" if run.missing else "twice" if run.twice else "successor"
+
+
+def late_commit(takeover: Any) -> str:
+    """02b: the stalled instance's late commit (a ``Takeover``): ``refused`` or
+    ``accepted``."""
+    return "refused" if takeover.rejected_commits >= 1 else "accepted"
+
+
 def restart_statements(log: Any, duplicates: int) -> list[str]:
     """03: which statements about partition 0's dump (``log_batches``) hold."""
     data = log[~log["control"]] if "control" in log else log
@@ -251,6 +294,7 @@ def epochs(disk: Any) -> str:
     return "same" if disk["producer_epoch"].dropna().nunique() <= 1 else "bumped"
 
 
-__all__ = ["COST_VARIANTS", "QUESTIONS", "epochs", "lost_phases", "lowest_throughput",
+__all__ = ["COST_VARIANTS", "QUESTIONS", "autocommit_fate", "epochs", "late_commit",
+           "lost_phases", "lowest_throughput",
            "markers", "moved_partitions", "predict", "question", "restart_statements",
            "slowest_e2e"]

@@ -496,7 +496,7 @@ class Inspector:
         """Which process wrote each value to ``topic``, per the History's sends: columns
         value, written_by (sorted process names), copies. A value written by two
         instances of a consumer group was processed twice. Introduced in
-        ``labs/02_at_least_once.ipynb``."""
+        ``labs/02b_consumer_groups.ipynb``."""
         from pyspark.sql import functions as F
 
         ops = self.history_frame(history)

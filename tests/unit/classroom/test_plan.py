@@ -177,8 +177,9 @@ def test_a_heavier_chapter_raises_the_limit_and_lowers_the_seats(tmp_path: Path)
     assert "c.Spawner.mem_limit = '3G'" in text
     assert "| light | 07_exactly_once_sources | 1 | 1.93 GB | 2.21 GB | 2.80 GB | 100 | held |" \
         in text and "| light | 00_tour | 1 | 1.02 GB | - | 1.00 GB |" in text
-    assert "not measured whole, so not covered: 01_at_most_once, 03_idempotent_producer, " \
-           "04_transactions, 06_side_effects, 08_cost_of_guarantees, 09_kafka_bugs" in text
+    assert "not measured whole, so not covered: 01_at_most_once, 02b_consumer_groups, " \
+           "03_idempotent_producer, 04_transactions, 06_side_effects, 08_cost_of_guarantees, " \
+           "09_kafka_bugs" in text
 
 
 def test_without_chapter_02_through_the_hub_the_papermill_run_is_the_reference(
@@ -217,7 +218,7 @@ def test_with_no_chapter_measured_whole_the_report_says_what_to_run(tmp_path: Pa
     text = plan.report(data, cores=2, memory_gb=24.0)
     assert "c.Spawner.mem_limit = '1.25G'" in text
     assert "the limit and the seats cover 02_at_least_once only" in text
-    assert ("bench/hub_course.py --students 1 --profile light --chapters 00 01 02 03 04 05 "
+    assert ("bench/hub_course.py --students 1 --profile light --chapters 00 01 02 02b 03 04 05 "
             f"06 07 08 09 --save {tmp_path}") in text
     assert "(none measured: bench/hub_course.py --save)" in text
 

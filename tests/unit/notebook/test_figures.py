@@ -20,9 +20,10 @@ from PIL import Image
 import deliverylab as dl
 from deliverylab.errors import BadValue
 from deliverylab.notebook import diagram, figures
+from deliverylab.notebook.chapter import chapter_names, number
 
 LABS = Path(__file__).resolve().parents[3] / "labs"
-CHAPTERS = sorted(LABS.glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = [LABS / f"{c}.ipynb" for c in chapter_names(LABS)]
 NAMES = [name for names in figures.BY_CHAPTER.values() for name in names]
 CALL = re.compile(r"dl\.figures\.\w+\(.*?\)")
 NARROW = 420  # px: a phone, or the book beside its table of contents
@@ -78,7 +79,7 @@ def test_save_writes_the_file(tmp_path: Path) -> None:
 
 
 def test_every_chapter_is_listed_and_every_listed_figure_exists() -> None:
-    assert sorted(figures.BY_CHAPTER) == [p.name[:2] for p in CHAPTERS]
+    assert sorted(figures.BY_CHAPTER) == [number(p.stem) for p in CHAPTERS]
     for name in NAMES:
         assert callable(getattr(dl.figures, name)), name
     assert sorted(figures.__all__) == sorted(["BY_CHAPTER", *NAMES])
@@ -90,7 +91,7 @@ def _calls(notebook: Path) -> list[str]:
             for call in CALL.findall(cell.source)]
 
 
-@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: number(p.stem))
 def test_each_chapter_draws_its_figures_with_calls_this_test_runs(notebook: Path) -> None:
     """The exact call strings of the notebook, executed: a notebook cannot call a figure
     (or pass an argument) that was not rendered here. Each chapter draws at least one,
@@ -103,7 +104,7 @@ def test_each_chapter_draws_its_figures_with_calls_this_test_runs(notebook: Path
         assert isinstance(fig, Figure), call
         _png(fig)
     drawn = {call.split(".")[2].split("(")[0] for call in calls}
-    assert drawn == set(figures.BY_CHAPTER[notebook.name[:2]]), notebook.name
+    assert drawn == set(figures.BY_CHAPTER[number(notebook.stem)]), notebook.name
 
 
 def test_a_figure_call_takes_nothing_from_the_run() -> None:

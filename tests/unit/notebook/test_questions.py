@@ -8,13 +8,13 @@ import pytest
 from deliverylab.errors import LabError
 from deliverylab.history import History
 from deliverylab.notebook import params, questions
-from deliverylab.notebook.chapter import Chapter
+from deliverylab.notebook.chapter import Chapter, number
 
 
 def test_every_question_has_a_concept_and_a_chapter_parameter():
     for q in questions.QUESTIONS.values():
         assert q.concept, q.name
-        chapter = next(c for c in params.SPECS if c[:2] == q.name[:2])
+        chapter = next(c for c in params.SPECS if number(c) == q.name.split("_", 1)[0])
         assert params.SPECS[chapter][q.parameter].question == q.name
 
 

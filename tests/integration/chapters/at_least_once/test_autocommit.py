@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from deliverylab.chapters.autocommit import default_consumer_crash
+from deliverylab.chapters.at_least_once.autocommit import default_consumer_crash
 
 pytestmark = pytest.mark.cluster
 

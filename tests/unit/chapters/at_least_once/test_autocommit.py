@@ -1,9 +1,9 @@
 """autocommit: argument checks (the crash itself runs against a real broker in chapter 02
-and tests/integration/chapters/test_autocommit.py)."""
+and tests/integration/chapters/at_least_once/test_autocommit.py)."""
 
 import pytest
 
-from deliverylab.chapters import autocommit
+from deliverylab.chapters.at_least_once import autocommit
 from deliverylab.errors import LabError
 
 

@@ -3,7 +3,7 @@ live librdkafka dump (no broker needed: a fresh configuration of the loaded libr
 
 import pytest
 
-from deliverylab.chapters import client_defaults as cd
+from deliverylab.chapters.at_least_once import client_defaults as cd
 
 JAVA_HTML = """
 <li>

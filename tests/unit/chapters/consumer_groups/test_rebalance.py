@@ -3,8 +3,8 @@ real broker, is chapter 02's section 4b)."""
 
 import pytest
 
-from deliverylab.chapters import rebalance as R
-from deliverylab.chapters.rebalance import Event
+from deliverylab.chapters.consumer_groups import rebalance as R
+from deliverylab.chapters.consumer_groups.rebalance import Event
 from deliverylab.errors import LabError
 
 

@@ -13,13 +13,13 @@ after processing each message; the timer then commits only what was processed, a
 crash redoes (at least once) instead of skipping.
 
 How the run is made certain, not lucky: the crashing instance is a child process
-(``python -m deliverylab.chapters.autocommit``). It takes one batch, processes its
-first few values (copies them to the output topic), and then — as if the rest of the
-batch took longer than the commit interval — waits until the group's committed offset,
-read from the broker, shows that the timer has committed. Then it SIGKILLs itself: no ``close()``,
-which would commit once more. A successor of the same group starts at the committed
-offset and processes the rest. The Checker's pipeline check counts what never reached
-the output and what reached it twice.
+(``python -m deliverylab.chapters.at_least_once.autocommit``). It takes one batch,
+processes its first few values (copies them to the output topic), and then — as if the
+rest of the batch took longer than the commit interval — waits until the group's
+committed offset, read from the broker, shows that the timer has committed. Then it
+SIGKILLs itself: no ``close()``, which would commit once more. A successor of the same
+group starts at the committed offset and processes the rest. The Checker's pipeline
+check counts what never reached the output and what reached it twice.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from .. import values as V
-from ..checker import pipeline_exactly_once
-from ..clients import config
-from ..errors import LabError, bad_value
-from ..waiting import wait_until
+from ... import values as V
+from ...checker import pipeline_exactly_once
+from ...clients import config
+from ...errors import LabError, bad_value
+from ...waiting import wait_until
 
 #: The two offset-store policies: librdkafka's default, and store-after-processing.
 STORES = {"default": {},
@@ -166,11 +166,11 @@ def default_consumer_crash(cluster: Any, name: str, store: str = "default",
     ``store`` is ``"default"`` (librdkafka's defaults) or ``"after_processing"``
     (``enable.auto.offset.store=false`` + ``store_offsets()`` after each value).
     """
-    from ..history import History
-    from ..modes import AT_LEAST_ONCE
-    from ..process.children import Children, child_env, python_module
-    from ..readers import read_back
-    from ..workload import ProducerWorkload
+    from ...history import History
+    from ...modes import AT_LEAST_ONCE
+    from ...process.children import Children, child_env, python_module
+    from ...readers import read_back
+    from ...workload import ProducerWorkload
 
     if store not in STORES:
         raise bad_value("store", store, " or ".join(map(repr, STORES)))
@@ -188,9 +188,10 @@ def default_consumer_crash(cluster: Any, name: str, store: str = "default",
         log = Path(tmp) / "consumer.log"
         try:
             proc = children.start("auto-committing consumer", python_module(
-                "chapters.autocommit", "--bootstrap", cluster.bootstrap_servers, "--source", source,
-                "--sink", sink, "--group", group, "--store", store, "--batch", str(batch),
-                "--process", str(process), "--state", str(state), "--wait", str(wait_s)),
+                "chapters.at_least_once.autocommit", "--bootstrap", cluster.bootstrap_servers,
+                "--source", source, "--sink", sink, "--group", group, "--store", store,
+                "--batch", str(batch), "--process", str(process), "--state", str(state),
+                "--wait", str(wait_s)),
                 log, env=child_env())
             try:
                 code = proc.wait(wait_s + 90)

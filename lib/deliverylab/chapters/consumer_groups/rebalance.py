@@ -44,8 +44,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cluster.ready import wait_until
-from ..errors import LabError, bad_value
+from ...cluster.ready import wait_until
+from ...errors import LabError, bad_value
 
 #: The settings each variant puts on top of the shared consumer settings.
 STRATEGIES: dict[str, dict[str, Any]] = {
@@ -322,7 +322,7 @@ class _Member:
     def __init__(self, run: _Run, name: str, settings: dict[str, Any]) -> None:
         from confluent_kafka import Consumer
 
-        from ..clients import config
+        from ...clients import config
 
         self.run, self.name = run, name
         self.consumer = Consumer(config(run.bootstrap, **settings))
@@ -447,7 +447,7 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
     """
     from confluent_kafka import Producer
 
-    from ..clients import config
+    from ...clients import config
 
     if strategy not in STRATEGIES:
         raise bad_value("strategy", strategy, " or ".join(map(repr, STRATEGIES)))
@@ -525,7 +525,7 @@ def compare(cluster: Any, name: str, strategies: Sequence[str] = tuple(STRATEGIE
 
 
 def claims(runs: Sequence[GroupRun]) -> dict[str, bool]:
-    """What chapter 02 asserts of an eager, a cooperative and a static run of the same
+    """What chapter 02b asserts of an eager, a cooperative and a static run of the same
     stall: relations that follow from the protocols.
 
     The pause relations need the modeled flush (``flush_s`` > 0 in every run): without
@@ -586,7 +586,7 @@ def plot(runs: Sequence[GroupRun], title: str | None = None, save: Any = None) -
     poll interval's end and the wake as lines; each window's stop-the-world pause shaded
     and labelled; under the lanes, each healthy member's revoke callbacks (commit and
     modeled flush: it consumes nothing meanwhile) as a bar in its color."""
-    from ..notebook.plots import COLORS, LabFigure, finish
+    from ...notebook.plots import COLORS, LabFigure, finish
 
     if not runs:
         raise bad_value("runs", runs, "one GroupRun or more")

@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError
+from ...errors import LabError
 
 
 @dataclass(frozen=True)
@@ -152,9 +152,9 @@ def parse_config_html(text: str) -> dict[str, str]:
 def java_defaults() -> dict[str, dict[str, str]]:
     """``{"producer": {...}, "consumer": {...}}`` from the pinned kafka-clients jar, plus
     ``{"version": ...}`` under ``"client"``."""
-    from ..runtime.classpaths import kafka_libs
-    from ..runtime.jars import KAFKA_VERSION
-    from ..runtime.java import find_java
+    from ...runtime.classpaths import kafka_libs
+    from ...runtime.jars import KAFKA_VERSION
+    from ...runtime.java import find_java
 
     libs = kafka_libs(fetch=False)
     out: dict[str, dict[str, str]] = {"client": {"version": KAFKA_VERSION}}
