@@ -130,10 +130,11 @@ def sequence(title: str, actors: Sequence[str], steps: Sequence[tuple[Any, ...]]
 
 def cells(ax: Axes, x0: float, y: float, width: float, labels: Sequence[str],
           colors: Sequence[str], *, hatch: Sequence[bool] = (), height: float = 0.6,
-          numbers: bool = True) -> list[float]:
+          numbers: bool = True, first: int = 0) -> list[float]:
     """A row of log cells from ``x0``, each ``width`` wide, labelled inside and (with
-    ``numbers``) numbered as offsets above. Returns each cell's left edge, so a caller
-    can draw a boundary (a high watermark, a last stable offset) between two cells."""
+    ``numbers``) numbered as offsets above, from ``first`` (a run's real offsets).
+    Returns each cell's left edge, so a caller can draw a boundary (a high watermark, a
+    last stable offset) between two cells."""
     lefts = []
     for i, (label, color) in enumerate(zip(labels, colors, strict=True)):
         x = x0 + i * width
@@ -145,7 +146,7 @@ def cells(ax: Axes, x0: float, y: float, width: float, labels: Sequence[str],
         ax.text(x + width / 2, y, label, ha="center", va="center", fontsize=FONT,
                 color="white" if dark else "black")
         if numbers:
-            ax.text(x + width / 2, y + height / 2 + 0.05, str(i), ha="center",
+            ax.text(x + width / 2, y + height / 2 + 0.05, str(first + i), ha="center",
                     va="bottom", fontsize=FONT, color="#555555")
     lefts.append(x0 + len(labels) * width)
     return lefts

@@ -1,12 +1,17 @@
 """One explanatory figure per idea of the course: ``dl.figures.<name>()`` in a chapter.
 
 These are pictures of *mechanisms* (a cluster, a high watermark, a lost ack, a crash
-window), not of a run: every function takes no run's data, so a figure in the book is
-the one the student's notebook draws, and ``tests/unit/notebook/test_figures.py`` renders
-exactly the calls the notebooks make. Each statement drawn matches the chapter's text
-and Kafka's (or Spark's, Connect's) documented behaviour; offsets in the log pictures
-are an example's, not measured; a lab setting shown is labelled as the lab's. Nothing
-here is a number from a run: chapter 8's time line is qualitative on purpose.
+window). Called with no argument a figure is the idea, the same in every notebook and
+in the book, and ``tests/unit/notebook/test_figures.py`` renders exactly those calls.
+Each statement drawn matches the chapter's text and Kafka's (or Spark's, Connect's)
+documented behaviour; offsets in those log pictures are an example's, not measured; a
+lab setting shown is labelled as the lab's. Chapter 8's time line is qualitative on
+purpose.
+
+The figures listed in :data:`FILLED` also take what a run returned (a recipe's result,
+a log dump, a Spark scene) and draw the same picture with *this* run's leader, offsets,
+producer id, epoch and batch ids (:mod:`.figures_run`); a notebook calls them so after
+its prediction is revealed, never before.
 
 Drawn with :mod:`.diagram` (sequence diagrams, log cells) in :mod:`.plots`' palette;
 each returns a matplotlib Figure that shows itself in JupyterLab (``LabFigure``) and,
@@ -16,12 +21,20 @@ with ``save=``, writes a file (:func:`.plots.finish`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from ..errors import bad_value
+from . import figures_run
 from .diagram import FONT, boundary, canvas, cells, key, sequence
 from .plots import COLORS, finish
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..spark.scene import SceneResult
 
 Save = str | Path | None
 GREY = "#dddddd"
@@ -76,9 +89,15 @@ def cluster(save: Save = None) -> Figure:
 # --- 01: ISR and high watermark ----------------------------------------------------------
 
 
-def high_watermark(save: Save = None) -> Figure:
+def high_watermark(run: Any = None, save: Save = None) -> Figure:
     """01: a partition's three replicas, the ISR, the high watermark, and why a write
-    acknowledged with acks=1 above it is lost when the leader dies."""
+    acknowledged with acks=1 above it is lost when the leader dies.
+
+    ``run``: an ``acked_then_lost`` result (a chapter kit's: duck-typed, the
+    layout keeps chapter kits out of the notebook face); the figure then shows its leader, paused
+    followers and offsets before the kill, and what the acknowledged offset holds now."""
+    if run is not None:
+        return finish(figures_run.high_watermark(run), save)
     fig, ax = canvas(3.6, 4.1, -1.45, "One partition, three replicas: the high watermark")
     acked = COLORS["info"]
     w, x0 = 0.07, 0.3
@@ -146,8 +165,18 @@ def commit_after_process(save: Save = None) -> Figure:
 # --- 03: the idempotent producer ---------------------------------------------------------
 
 
-def idempotent_retry(save: Save = None) -> Figure:
-    """03: the same lost ack with producer id and sequence number: one copy."""
+def idempotent_retry(run: Any = None, log: pd.DataFrame | None = None,
+                     save: Save = None) -> Figure:
+    """03: the same lost ack with producer id and sequence number: one copy.
+
+    ``run`` and ``log``: an idempotent ``lost_ack_duplicate`` result and the
+    ``log_batches`` of its topic; the figure then shows the producer id, epoch, sequence
+    numbers and offsets the broker stored."""
+    if (run is None) != (log is None):
+        raise bad_value("run, log", "only one of them",
+                        "both (a lost_ack_duplicate result and its log_batches) or neither")
+    if run is not None and log is not None:
+        return finish(figures_run.idempotent_retry(run, log), save)
     fig = sequence(
         "The same lost ack, idempotent: the broker keeps one copy",
         ["producer", "fault proxy", "broker (leader)"],
@@ -168,9 +197,19 @@ def idempotent_retry(save: Save = None) -> Figure:
 # --- 04: transactions --------------------------------------------------------------------
 
 
-def transaction_log(save: Save = None) -> Figure:
+def transaction_log(log: pd.DataFrame | None = None, summary: pd.DataFrame | None = None,
+                    partition: int = 0, save: Save = None) -> Figure:
     """04: two partitions holding committed, aborted and open transactions' records,
-    their COMMIT/ABORT markers, the last stable offset and the high watermark."""
+    their COMMIT/ABORT markers, the last stable offset and the high watermark.
+
+    ``log`` and ``summary``: a partition's ``log_batches`` and a ``partition_summary``
+    read while a transaction was open; the figure then shows that partition's offsets,
+    markers, producer id and epoch, LSO and high watermark."""
+    if (log is None) != (summary is None):
+        raise bad_value("log, summary", "only one of them",
+                        "both (log_batches and a partition_summary) or neither")
+    if log is not None and summary is not None:
+        return finish(figures_run.transaction_log(log, summary, partition), save)
     fig, ax = canvas(3.9, 4.0, -2.2, "A transaction's records and markers, "
                      "the last stable offset")
     rec, ab, mk, op = COLORS["record"], COLORS["aborted"], COLORS["marker"], COLORS["pending"]
@@ -221,8 +260,13 @@ def ctp_loop(save: Save = None) -> Figure:
 # --- 05: Spark's two logs ----------------------------------------------------------------
 
 
-def spark_checkpoint(save: Save = None) -> Figure:
-    """05: offsets/N, the sink, commits/N, and the crash window between them."""
+def spark_checkpoint(run: SceneResult | None = None, save: Save = None) -> Figure:
+    """05: offsets/N, the sink, commits/N, and the crash window between them.
+
+    ``run``: a ``crash_scene`` result with a crash; the figure then shows its batch id,
+    that batch's offsets and the records the restart wrote again."""
+    if run is not None:
+        return finish(figures_run.spark_checkpoint(run), save)
     fig = sequence(
         "Spark's two logs: offsets/N before the batch, commits/N after the sink",
         ["Kafka input", "Spark driver", "offsets/", "sink", "commits/"],
@@ -370,4 +414,7 @@ BY_CHAPTER = {
     "09": ("stale_end_txn",),
 }
 
-__all__ = ["BY_CHAPTER", *(name for names in BY_CHAPTER.values() for name in names)]
+#: the figures a run can fill with its own values (their optional arguments)
+FILLED = ("high_watermark", "idempotent_retry", "transaction_log", "spark_checkpoint")
+
+__all__ = ["BY_CHAPTER", "FILLED", *(name for names in BY_CHAPTER.values() for name in names)]

@@ -4,18 +4,11 @@ notebook makes is one rendered here (so the book cannot show a figure no test dr
 from __future__ import annotations
 
 import ast
-import io
-import re
-import warnings
-from itertools import combinations
 from pathlib import Path
 
 import nbformat
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.text import Text
-from PIL import Image
 
 import deliverylab as dl
 from deliverylab.errors import BadValue
@@ -25,51 +18,18 @@ from deliverylab.notebook.chapter import chapter_names, number
 LABS = Path(__file__).resolve().parents[3] / "labs"
 CHAPTERS = [LABS / f"{c}.ipynb" for c in chapter_names(LABS)]
 NAMES = [name for names in figures.BY_CHAPTER.values() for name in names]
-CALL = re.compile(r"dl\.figures\.\w+\(.*?\)")
-NARROW = 420  # px: a phone, or the book beside its table of contents
-MIN_PX = 7.0  # the smallest text's height in px once the figure is shown NARROW wide
-
-
-def _png(fig: Figure) -> bytes:
-    """What JupyterLab and papermill store: ``_repr_png_``, no warning into the cell."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        png = fig._repr_png_()
-    assert [str(w.message) for w in caught] == []
-    return png
-
-
-def _texts(fig: Figure) -> list[Text]:
-    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_each_figure_renders_legibly_at_420_px(name: str) -> None:
-    fig = getattr(figures, name)()
-    png = _png(fig)
-    width, height = Image.open(io.BytesIO(png)).size
-    assert 500 <= width <= 800, f"{name}: {width} px wide"
-    assert height <= 1.2 * width, f"{name}: {height} px tall for {width} wide"
-    scale = NARROW / width
-    for text in _texts(fig):
-        px = text.get_fontsize() * 100 / 72 * scale
-        assert px >= MIN_PX, f"{name}: {text.get_text()!r} is {px:.1f} px at {NARROW} px"
+def test_each_figure_renders_legibly_at_420_px(name: str, figure_checks) -> None:
+    legible, _, _, _ = figure_checks
+    legible(name, getattr(figures, name)())
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_no_text_leaves_the_canvas_or_covers_another(name: str) -> None:
-    fig = getattr(figures, name)()
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    frame = fig.bbox
-    boxes = []
-    for text in _texts(fig):
-        box = text.get_window_extent(renderer)
-        assert (box.x0 >= frame.x0 - 1 and box.x1 <= frame.x1 + 1
-                and box.y0 >= frame.y0 - 1 and box.y1 <= frame.y1 + 1), (
-            f"{name}: {text.get_text()!r} leaves the canvas ({box} outside {frame})")
-        boxes.append((text.get_text(), box.shrunk(0.97, 0.9)))
-    for (a, box_a), (b, box_b) in combinations(boxes, 2):
-        assert not box_a.overlaps(box_b), f"{name}: {a!r} covers {b!r}"
+def test_no_text_leaves_the_canvas_or_covers_another(name: str, figure_checks) -> None:
+    _, no_overlap, _, _ = figure_checks
+    no_overlap(name, getattr(figures, name)())
 
 
 def test_save_writes_the_file(tmp_path: Path) -> None:
@@ -82,36 +42,66 @@ def test_every_chapter_is_listed_and_every_listed_figure_exists() -> None:
     assert sorted(figures.BY_CHAPTER) == [number(p.stem) for p in CHAPTERS]
     for name in NAMES:
         assert callable(getattr(dl.figures, name)), name
-    assert sorted(figures.__all__) == sorted(["BY_CHAPTER", *NAMES])
+    assert sorted(figures.__all__) == sorted(["BY_CHAPTER", "FILLED", *NAMES])
+    assert set(figures.FILLED) <= set(NAMES)
 
 
-def _calls(notebook: Path) -> list[str]:
+def _calls(notebook: Path) -> list[tuple[int, str, str]]:
+    """Every ``dl.figures.<name>(...)`` call of the notebook's code cells: (cell index,
+    figure name, the call's exact source), found by parsing each cell."""
     nb = nbformat.read(notebook, as_version=4)
-    return [call for cell in nb.cells if cell.cell_type == "code"
-            for call in CALL.findall(cell.source)]
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse("\n".join(line for line in cell.source.splitlines()
+                                    if not line.lstrip().startswith(("%", "!"))))
+        for node in ast.walk(tree):
+            func = getattr(node, "func", None)
+            if (isinstance(node, ast.Call) and isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Attribute) and func.value.attr == "figures"
+                    and isinstance(func.value.value, ast.Name) and func.value.value.id == "dl"):
+                out.append((i, func.attr, ast.unparse(node)))
+    return out
 
 
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: number(p.stem))
-def test_each_chapter_draws_its_figures_with_calls_this_test_runs(notebook: Path) -> None:
-    """The exact call strings of the notebook, executed: a notebook cannot call a figure
-    (or pass an argument) that was not rendered here. Each chapter draws at least one,
-    and every figure listed for it."""
+def test_each_chapter_draws_its_figures_with_calls_this_test_runs(notebook: Path,
+                                                                  figure_checks) -> None:
+    """The exact call strings of the notebook that take no run, executed: a notebook
+    cannot call a figure (or pass an argument) that was not rendered here. Each chapter
+    draws at least one, and every figure listed for it; a call with arguments is one of
+    the FILLED figures, which test_figures_run draws from hand-written runs."""
     calls = _calls(notebook)
     assert calls, f"{notebook.name} draws no dl.figures figure"
-    for call in calls:
-        ast.parse(call, mode="eval")  # a whole expression, nothing run-dependent after
+    for _, name, call in calls:
+        if not call.endswith("()"):
+            assert name in figures.FILLED, f"{notebook.name}: {call} passes a run to a " \
+                f"figure that takes none (filled: {figures.FILLED})"
+            continue
         fig = eval(call, {"dl": dl})  # noqa: S307 - the notebook's own line, from the repo
         assert isinstance(fig, Figure), call
-        _png(fig)
-    drawn = {call.split(".")[2].split("(")[0] for call in calls}
+        figure_checks[3](fig)
+    drawn = {name for _, name, _ in calls}
     assert drawn == set(figures.BY_CHAPTER[number(notebook.stem)]), notebook.name
 
 
-def test_a_figure_call_takes_nothing_from_the_run() -> None:
-    """Run-independent: the only argument a notebook may pass is none at all."""
-    for notebook in CHAPTERS:
-        for call in _calls(notebook):
-            assert call.endswith("()"), f"{notebook.name}: {call} passes arguments"
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: number(p.stem))
+def test_a_run_fills_a_figure_only_after_the_idea_and_every_reveal(notebook: Path) -> None:
+    """The picture of the idea comes first (no argument); the same figure with the run's
+    values only after it, and after every prediction of the chapter is revealed: a
+    figure must not give a prediction away."""
+    nb = nbformat.read(notebook, as_version=4)
+    reveals = [i for i, c in enumerate(nb.cells)
+               if c.cell_type == "code" and "dl.reveal(" in c.source]
+    calls = _calls(notebook)
+    for cell, name, call in calls:
+        if call.endswith("()"):
+            continue
+        idea = [i for i, n, c in calls if n == name and c.endswith("()")]
+        assert idea and min(idea) < cell, f"{notebook.name}: {call} before the idea's figure"
+        assert all(r < cell for r in reveals), (
+            f"{notebook.name}: {call} (cell {cell}) before a reveal (cells {reveals})")
 
 
 def test_a_sequence_step_naming_an_unknown_actor_says_which_and_what_is_accepted() -> None:

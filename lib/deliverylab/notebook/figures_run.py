@@ -1,0 +1,220 @@
+"""The chapters' explanatory figures filled with one run's own values.
+
+Why: before a run, :mod:`.figures` draws the idea (an example's offsets); after it, the
+same picture with *this* run's leader, offsets, producer id, epoch, sequence numbers and
+batch ids lets a student match the drawing to what just happened. Each function here
+takes what the kit already returned to the notebook (a recipe's result, a
+:func:`~deliverylab.segments.log_batches` DataFrame, an Inspector's
+``partition_summary``, a Spark scene) and reads nothing itself: no second read path, so
+the figure can only show what the chapter's own evidence shows. :mod:`.figures` calls
+these when a run is passed; a notebook calls them after its prediction is revealed.
+
+Every value drawn comes from the argument; what the drawing adds is the mechanism the
+recipe documents (e.g. the followers stayed in the ISR while paused), said as such.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from matplotlib.figure import Figure
+
+from ..errors import bad_value
+from .diagram import FONT, boundary, canvas, cells, key, sequence
+from .plots import COLORS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..spark.scene import SceneResult
+
+GREY = "#dddddd"
+MAX_CELLS = 8  # cells of a run's log drawn at most (the latest ones): legible at 420 px
+
+
+def _offset_of(records: tuple[tuple[int, str | None], ...], label: str) -> int | None:
+    return next((offset for offset, value in records if value == label), None)
+
+
+def high_watermark(run: Any) -> Figure:
+    """Chapter 1's ``acked_then_lost`` run: its leader, paused followers, offsets and
+    high watermark just before the kill, and what the offset holds now."""
+    before = _offset_of(run.records, run.before)
+    if before is None:
+        raise bad_value("run", run.topic, "an acked_then_lost result whose control value "
+                        "is in its records")
+    victim = run.acked_offset if run.acked_before_kill and run.acked_offset is not None \
+        else before + 1  # the next append on the old leader: one producer, in order
+    shared = [o for o, _ in run.records if o <= before][-(MAX_CELLS - 2):]
+    fig, ax = canvas(3.6, 4.1, -1.45, f"This run: partition {run.partition} of "
+                     f"{run.topic}, before the kill")
+    acked, pending = COLORS["info"], COLORS["pending"]
+    w, x0 = 0.08, 0.36
+    brokers = (run.old_leader, *run.paused_followers)
+    for i, node in enumerate(brokers):
+        y = 3.0 - 0.95 * i
+        role = "leader" if i == 0 else "follower, paused"
+        ax.text(x0 - 0.02, y, f"broker {node}: {role}", ha="right", va="center",
+                fontsize=FONT)
+        have = [*shared, victim] if i == 0 else shared
+        colors = [COLORS["record"]] * len(shared) + (
+            [acked if run.acked_before_kill else pending] if i == 0 else [])
+        cells(ax, x0, y, w, [str(o) for o in have], colors, numbers=False)
+    boundary(ax, x0 + len(shared) * w, 0.85, 3.45, f"high watermark {victim}",
+             COLORS["ok"])
+    ax.text(x0 + (len(shared) + 1) * w + 0.03, 3.0, "ISR: brokers\n"
+            + ", ".join(str(b) for b in brokers), ha="left", va="center", fontsize=FONT)
+    told = (f"acknowledged by broker {run.old_leader} alone (acks={run.acks})"
+            if run.acked_before_kill else
+            f"appended by broker {run.old_leader}, not acknowledged (acks={run.acks})")
+    key(ax, 0.03, 0.25, [(COLORS["record"], f"offsets up to {before}: on every replica "
+                          "of the ISR"), (acked if run.acked_before_kill else pending,
+                                          f"offset {victim}: {told}")])
+    now = dict(run.records).get(victim)
+    holds = ("the value written after the failover" if now == run.after else
+             "the same value" if now == run.value else
+             "nothing" if now is None else now)
+    lines = (f"Broker {run.old_leader} was killed; broker {run.new_leader}, from the ISR, "
+             f"became leader.",
+             f"Offset {victim} now holds {holds}; the value was found "
+             f"{run.copies} time(s).",
+             "Lost: acknowledged, and not in the log." if run.lost else
+             "Nothing acknowledged was lost.")
+    for line, text in enumerate(lines):
+        ax.text(0.03, -0.65 - 0.3 * line, text, ha="left", va="center", fontsize=FONT)
+    return fig
+
+
+def idempotent_retry(run: Any, log: pd.DataFrame) -> Figure:
+    """Chapter 3's idempotent ``lost_ack_duplicate`` run with its log segment's producer
+    id, epoch and sequence numbers (``log_batches`` of ``run.topic``)."""
+    if not run.idempotent:
+        raise bad_value("run", str(run), "an idempotent lost_ack_duplicate result")
+    rows = log[log["value"] == run.value]
+    if rows.empty:
+        raise bad_value("log", f"{len(log)} rows", f"the log_batches of {run.topic}, "
+                        f"holding {run.value}")
+    first = rows.iloc[0]
+    pid, epoch, seq = (int(first[c]) for c in ("producer_id", "producer_epoch", "sequence"))
+    stored = int(first["offset"])
+    mine = sorted(int(s) for s in log.loc[log["producer_id"] == pid, "sequence"])
+    p, proxy, broker = "producer", "fault proxy", f"broker {run.leader} (leader)"
+    fig = sequence(
+        f"This run: the lost ack, idempotent (producer id {pid})",
+        [p, proxy, broker],
+        [("msg", p, broker, "InitProducerId"),
+         ("msg", broker, p, f"producer id {pid}, epoch {epoch}", "ok"),
+         ("msg", p, broker, f"Produce [v] (producer id {pid}, sequence {seq})"),
+         ("note", broker, f"appends v at offset {stored}, remembers ({pid}, {seq})"),
+         ("msg", broker, proxy, f"response: ok, offset {stored}", "lost"),
+         ("msg", p, broker, f"retry: [v] (producer id {pid}, sequence {seq})", "retry"),
+         ("note", broker, f"({pid}, {seq}) is here: not appended again", COLORS["ok"]),
+         ("msg", broker, p, f"ok, offset {run.acked_offset}", "ok")],
+        footer=[f"{run.acks_dropped} ack dropped; v is stored {run.copies} time(s), at "
+                f"offset(s) {', '.join(map(str, run.offsets))}.",
+                f"On disk, producer id {pid} (epoch {epoch}) wrote sequence numbers "
+                f"{', '.join(map(str, mine))}."])
+    return fig
+
+
+def _transactions(log: pd.DataFrame) -> dict[int, tuple[int | None, str]]:
+    """Each data record's offset -> (offset, kind) of the marker that ended its
+    transaction (COMMIT, ABORT): the first control record of the same producer id after
+    it; (None, "") while none follows (the transaction is open)."""
+    out: dict[int, tuple[int | None, str]] = {}
+    rows = log.sort_values("offset").to_dict("records")
+    for i, row in enumerate(rows):
+        if row["control"]:
+            continue
+        end = next((r for r in rows[i + 1:] if r["control"]
+                    and r["producer_id"] == row["producer_id"]), None)
+        out[int(row["offset"])] = ((int(end["offset"]), end["marker"] or "")
+                                   if end else (None, ""))
+    return out
+
+
+def transaction_log(log: pd.DataFrame, summary: pd.DataFrame, partition: int = 0) -> Figure:
+    """Chapter 4's partition as ``log_batches`` dumped it, with the LSO and high watermark
+    an Inspector's ``partition_summary`` read while a transaction was open."""
+    bound = summary[summary["partition"] == partition]
+    if log.empty:
+        raise bad_value("log", "no rows", f"the log_batches of partition {partition}")
+    if bound.empty:
+        raise bad_value("partition", partition, "a partition of the partition_summary: "
+                        + ", ".join(str(p) for p in summary["partition"]))
+    lso, hw = int(bound["last_stable_offset"].iloc[0]), int(bound["high_watermark"].iloc[0])
+    ends = _transactions(log)
+    by_offset = {int(r["offset"]): r for r in log.to_dict("records")}
+    first = max(min(by_offset), hw - MAX_CELLS)
+    rec, ab, mk, op = (COLORS["record"], COLORS["aborted"], COLORS["marker"],
+                       COLORS["pending"])
+    labels, colors, letters = [], [], {}
+    for offset in range(first, max(hw, max(by_offset) + 1)):
+        row = by_offset.get(offset)
+        if row is None:  # after the dump: below the LSO unknown, at or above it open
+            labels.append("open" if offset >= lso else "?")
+            colors.append(op if offset >= lso else GREY)
+        elif row["control"]:
+            labels.append(row["marker"] or "marker")
+            colors.append(mk)
+        else:
+            marker, end = ends[offset]
+            if marker is None:
+                labels.append("open")
+            else:
+                labels.append(letters.setdefault(marker, "ABCDEFGH"[len(letters) % 8]))
+            colors.append(rec if end == "COMMIT" else ab if end == "ABORT" else op)
+    fig, ax = canvas(3.3, 3.4, -2.2, f"This run: partition {partition}, a transaction open")
+    w, x0, y = 0.09, 0.17, 2.2
+    ax.text(x0 - 0.02, y, f"partition {partition}", ha="right", va="center", fontsize=FONT)
+    lefts = cells(ax, x0, y, w, labels, colors, height=0.7, first=first)
+    if first <= lso <= first + len(labels):
+        boundary(ax, lefts[lso - first], y - 0.42, y + 0.42, f"LSO {lso}", COLORS["fail"])
+    hw_x = lefts[min(hw - first, len(labels))]
+    ax.plot([hw_x] * 2, [y - 0.42, y + 0.42], color=COLORS["ok"], linewidth=2.2)
+    ax.text(hw_x + 0.01, y, f"high\nwatermark {hw}", ha="left", va="center",
+            fontsize=FONT, color=COLORS["ok"], fontweight="bold")
+    key(ax, 0.03, 0.85, [(rec, "committed"), (ab, "aborted")], step=0.36)
+    key(ax, 0.4, 0.85, [(mk, "a transaction's marker"), (op, "open (no marker yet)")],
+        step=0.36)
+    ids = log.loc[~log["control"], ["producer_id", "producer_epoch"]].drop_duplicates()
+    who = "; ".join(f"producer id {int(p)}, epoch {int(e)}" for p, e in ids.values[:2])
+    for line, text in enumerate((
+            f"Records and markers as the broker stored them: {who}.",
+            f"read_committed stops at the LSO ({lso}), the open transaction's first "
+            "offset;",
+            f"read_uncommitted reads up to the high watermark ({hw}).")):
+        ax.text(0.02, -0.4 - 0.4 * line, text, ha="left", va="center", fontsize=FONT)
+    return fig
+
+
+def spark_checkpoint(run: SceneResult) -> Figure:
+    """Chapter 5's crash scene: the batch id it crashed after, that batch's offsets from
+    ``offsets/N``, the records the restart wrote again."""
+    n = run.pipeline.report.crashed_batch
+    batch = next((b for b in run.batches if b.batch == n), None)
+    if n is None or batch is None:
+        raise bad_value("run", run.summary(), "a crash_scene result with a crash "
+                        "(crash='crash_query' or 'kill_driver')")
+    ranges = ", ".join(f"partition {p}: {batch.start.get((t, p), 0)}-{end}"
+                       for (t, p), end in sorted(batch.end.items()))
+    before = [b.batch for b in run.batches if b.batch < n and b.committed]
+    k, drv, off, sink, com = "Kafka input", "Spark driver", "offsets/", "sink", "commits/"
+    fig = sequence(
+        f"This run: {run.crash} after batch {n}, {run.sink} sink",
+        [k, drv, off, sink, com],
+        [("msg", drv, off, f"write offsets/{n}: {batch.size} offsets"),
+         ("msg", k, drv, f"read batch {n} up to them"),
+         ("msg", drv, sink, f"write batch {n}"),
+         ("band", f"crash window: {run.crash} here, commits/{n} not written"),
+         ("crash", drv, run.crash),
+         ("gap", f"on restart: offsets/{n} without commits/{n}"),
+         ("msg", k, drv, f"read batch {n} again, same offsets", "retry"),
+         ("msg", drv, sink, f"write batch {n} again", "retry"),
+         ("msg", drv, com, f"write commits/{n}", "ok")],
+        footer=[f"Batch {n} (offsets/{n}): {ranges}.",
+                f"Predicted from offsets/{n}: {run.predicted} records again; the output "
+                f"holds {run.extra} twice.",
+                "Committed before the crash: "
+                + (", ".join(f"commits/{b}" for b in before) or "none") + "."])
+    return fig
