@@ -33,12 +33,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..clients import config
 from ..history import outcome_of
 from ..values import decode
-from .search import CallCounter, CrashPoint, db_commit
+from .search import STALL, CallCounter, CrashPoint, db_commit, writes
 
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
 #: redoes at most one batch" means the same thing for every solution.
@@ -280,6 +280,34 @@ class StudentProducer:
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
 
 
+class Stall:
+    """The overlap fault (:data:`~deliverylab.grade.search.STALL`): this process stops
+    itself (``SIGSTOP``) right before the student's first database write for its
+    ``n``-th message -- after whatever the handler read to decide -- placed by count,
+    never by time; the whole process freezes (heartbeats too), as in a long GC pause.
+    The parent sees the ``fault`` event, starts a successor that takes the partitions and
+    handles the same messages, then resumes this process (``SIGCONT``): it finishes that
+    call and its batch, its offset commit is refused, and it ends (:func:`run_handler`)."""
+
+    def __init__(self, events: Events, n: int = 1) -> None:
+        self.events, self.n = events, n
+        self.fired = False
+
+    def before(self, count: int, message: str | None, sql: Any) -> None:
+        """Before each statement of the student's: stop here if it is the planned write."""
+        if self.fired or count != self.n or not writes(sql):
+            return
+        self.fired = True
+        words = (f"stalled before your first database write for message #{count}, while "
+                 "a successor took the group's partitions and handled the same messages")
+        self.events.write("fault", fault=STALL, outcome="info", message=message,
+                          words=words, detail=f"{self.events.process} is SIGSTOPped {words}")
+        self.events.file.flush()
+        os.kill(os.getpid(), signal.SIGSTOP)
+        self.events.write("resumed", message=message,
+                          detail=f"{self.events.process} resumes (SIGCONT)")
+
+
 #: Attributes a student may set on their database: they belong to the connection.
 CONNECTION_SETTINGS = frozenset({"isolation_level", "row_factory", "text_factory",
                                  "autocommit"})
@@ -293,10 +321,12 @@ class StudentDatabase:
     counted for the crash plan (``db_commit``)."""
 
     def __init__(self, conn: sqlite3.Connection, events: Events,
-                 plan: KillPlan | None = None) -> None:
-        self._conn, self._events, self.plan = conn, events, plan
+                 plan: KillPlan | None = None, stall: Stall | None = None) -> None:
+        self._conn, self._events, self.plan, self.stall = conn, events, plan, stall
         self.commits = 0
         self.message: str | None = None
+        #: The messages handed to the handler so far (the one handled now included).
+        self.count = 0
         self.armed = False
         self._statements: list[str] = []
         self._changes = conn.total_changes
@@ -328,7 +358,15 @@ class StudentDatabase:
         if self.plan is not None:
             self.plan.after("db_commit")
 
+    def before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Before each statement: is it the write the overlap fault stalls at?"""
+        if self.stall is not None and self.armed:
+            sql = args[0] if args else kwargs.get("sql", kwargs.get("sql_script", ""))
+            self.stall.before(self.count, self.message, sql)
+
     def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("execute"):
+            self.before(args, kwargs)
         try:
             return getattr(self._conn, name)(*args, **kwargs)
         finally:
@@ -377,6 +415,7 @@ class _Cursor:
         return iter(self._cur)
 
     def _call(self, name: str, *args: Any, **kwargs: Any) -> _Cursor:
+        self._db.before(args, kwargs)
         try:
             getattr(self._cur, name)(*args, **kwargs)
         finally:
@@ -424,10 +463,15 @@ def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
 
 
 def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
-                module: Any, running: Callable[[], bool], plan: KillPlan | None = None) -> None:
+                module: Any, running: Callable[[], bool], plan: KillPlan | None = None,
+                stall: Stall | None = None) -> None:
     """The lab's own consumer loop around a student's per-message handler: poll a
-    batch, call the handler for each message, then commit the batch's offsets."""
-    db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan)
+    batch, call the handler for each message, then commit the batch's offsets.
+
+    A process that stalled (``stall``) ends with the batch it stalled in: its
+    successor owns the partitions now, and its offset commit, refused by the group
+    (fenced, or a generation gone), is recorded as failed, not raised."""
+    db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan, stall)
     path = spec.get("solution", "")
     setup = getattr(module, "setup", None)
     if callable(setup):
@@ -444,15 +488,27 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
             if value is None:
                 continue
             db.message = value
+            db.count += 1
             call_student(events, path, handle, db, value,
                          {"order_id": value, "amount": decode(m.value()).seq},
                          (m.topic(), m.partition(), m.offset()))
             db.look()  # a commit through a connection the wrapper never saw
+            events.write("handled", message=value)
+        stalled = stall is not None and stall.fired
         if msgs:
             offsets = [TopicPartition(m.topic(), m.partition(), m.offset() + 1)
                        for m in msgs]
-            consumer.commit(offsets=offsets, asynchronous=False)
-            events.write("commit", outcome="ok", detail=_offsets_text(offsets))
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as exc:
+                if not stalled:
+                    raise
+                events.write("commit", outcome="fail", detail=_offsets_text(offsets),
+                             error=str(exc))
+            else:
+                events.write("commit", outcome="ok", detail=_offsets_text(offsets))
+        if stalled:
+            break
     db.close()
 
 
@@ -501,6 +557,7 @@ def run(spec: dict[str, Any]) -> int:
     events = Events(spec["events"], spec["process"])
     point = CrashPoint.parse(spec["point"]) if spec.get("point") else None
     plan = KillPlan(events, point, spec.get("cycle", ()), spec.get("fault", "crash_consumer"))
+    stall = Stall(events, int(spec["stall"])) if spec.get("stall") else None
     try:
         fn = load_solution(spec["solution"], spec["function"], events)
     except StudentRaised:
@@ -565,7 +622,7 @@ def run(spec: dict[str, Any]) -> int:
                                           if k != "group.id"))
     try:
         if spec.get("kind") == "handler":
-            run_handler(spec, events, consumer, fn.module, running, plan)
+            run_handler(spec, events, consumer, fn.module, running, plan, stall)
         else:
             call_student(events, spec["solution"], fn, StudentConsumer(
                 consumer, events, plan, left if spec.get("full_batches") else None),
@@ -573,7 +630,11 @@ def run(spec: dict[str, Any]) -> int:
     except StudentRaised:
         return RAISED
     events.write("end", counts=plan.counter.counts, detail="the loop returned")
-    consumer.close()
+    try:
+        consumer.close()
+    except KafkaException:  # a stalled member the group fenced: nothing left to close
+        if not (stall and stall.fired):
+            raise
     return 0
 
 

@@ -346,3 +346,113 @@ def test_the_students_traceback_shows_their_frames_only(tmp_path: Path):
     f.write_text("import no_such_module_here\ndef consume_loop(c, p, o, r): pass\n")
     with pytest.raises(StudentRaised):  # module-level code is the student's too
         load_solution(str(f), "consume_loop", events)
+
+
+SOLUTIONS_06 = Path(__file__).resolve().parents[3] / "solutions" / "06_idempotent_handler"
+
+
+def _student(path: Path):
+    import types
+
+    module = types.ModuleType("student")
+    exec(path.read_text(), module.__dict__)
+    return module
+
+
+def test_the_stall_stops_the_process_before_its_first_write_of_the_planned_message(
+        tmp_path: Path, monkeypatch):
+    import signal
+    import sqlite3
+
+    import deliverylab.grade.child as child
+    from deliverylab.grade.child import Stall, StudentDatabase
+
+    sent: list[int] = []
+    monkeypatch.setattr(child.os, "kill", lambda pid, sig: sent.append(sig))
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    db = StudentDatabase(sqlite3.connect(tmp_path / "d.db"), events, stall=Stall(events, 2))
+    db.execute("CREATE TABLE t (a)")
+    db.armed = True
+    for n, value in ((1, "producer-0:0"), (2, "producer-0:1")):
+        db.count, db.message = n, value
+        db.execute("SELECT 1 FROM t WHERE a = ?", (value,)).fetchone()  # a read: no stall
+        assert sent == []
+        with db:
+            db.cursor().execute("INSERT INTO t VALUES (?)", (value,))
+        assert sent == ([signal.SIGSTOP] if n == 2 else [])
+    db.execute("INSERT INTO t VALUES (3)")  # once only
+    assert sent == [signal.SIGSTOP]
+    got = [e for e in read(tmp_path / "e.jsonl") if e["kind"] != "db_write"]
+    assert [(e["kind"], e.get("message")) for e in got] == [
+        ("fault", "producer-0:1"), ("resumed", "producer-0:1")]
+    assert got[0]["fault"] == "stall_consumer"
+    assert got[0]["words"].startswith("stalled before your first database write for "
+                                      "message #2")
+
+
+def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5) -> list[str]:
+    """The overlap fault's protocol with real SQLite, threads for processes: the first
+    instance's handler stops before its first write of the message; a successor
+    handles the same message meanwhile; the first resumes once the successor handled
+    it, or ``grace`` seconds later (the successor waits on its lock), and finishes its
+    call. Returns the orders' ids; raises what either handler raised."""
+    import sqlite3
+    import threading
+
+    import deliverylab.grade.child as child
+    from deliverylab.grade.child import Stall, StudentDatabase
+
+    path = tmp_path / "effects.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    conn.close()
+    module = _student(solution)
+    message, order = "producer-0:7", {"order_id": "producer-0:7", "amount": 7}
+    raised: list[BaseException] = []
+
+    def instance(name: str, stall: Stall | None) -> None:
+        events = Events(str(tmp_path / f"{name}.jsonl"), name)
+        db = StudentDatabase(sqlite3.connect(path, timeout=5), events, stall=stall)
+        try:
+            if hasattr(module, "setup"):
+                module.setup(db)
+                db.commit()
+            db.armed, db.count, db.message = True, 1, message
+            module.handle(db, message, order, ("in", 0, 7))
+        except BaseException as exc:  # noqa: BLE001 -- handed to the test
+            raised.append(exc)
+        finally:
+            db.close()
+
+    successor = threading.Thread(target=instance, args=("stage-1", None))
+
+    def stop(pid, sig):  # SIGSTOP: the successor runs while this one is stopped
+        successor.start()
+        successor.join(grace)
+
+    monkeypatch.setattr(child.os, "kill", stop)
+    instance("stage-0", Stall(Events(str(tmp_path / "stall.jsonl"), "stage-0"), 1))
+    successor.join(10)
+    assert not successor.is_alive(), "the successor never finished: a deadlock"
+    if raised:
+        raise raised[0]
+    assert read(tmp_path / "stall.jsonl")[0]["kind"] == "fault"  # the stall was placed
+    rows = sqlite3.connect(path).execute("SELECT order_id FROM orders").fetchall()
+    return [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("solution", ["reference.py", "correct_begin_immediate.py",
+                                      "correct_changes_guard.py", "correct_hashed_key.py"])
+def test_a_correct_handler_makes_one_row_when_two_instances_overlap(tmp_path: Path,
+                                                                    monkeypatch, solution):
+    # correct_begin_immediate holds the write lock through the stall: its successor
+    # waits at BEGIN IMMEDIATE until the first resumes (after the grace), then sees the
+    # mark; the others take no lock before their first write.
+    assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"]
+
+
+@pytest.mark.parametrize("solution", ["candidates/wrong_check_then_insert.py",
+                                      "candidates/wrong_select_inside_with.py"])
+def test_a_check_outside_the_writes_transaction_makes_two_rows_when_instances_overlap(
+        tmp_path: Path, monkeypatch, solution):
+    assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"] * 2
