@@ -15,6 +15,8 @@ Every run has the same shape, so that runs of different solutions compare:
    at once, as a restarted service would
    (so does it when ``stage-0`` raised under a live fault: whether that raise was right
    is the exercise's to say, :meth:`~deliverylab.grade.exercises.Exercise.hands_over`);
+   under the overlap fault (06's ``stall_consumer``) ``stage-0`` stops before a database
+   write and ``stage-1`` runs beside it, then ``stage-0`` resumes (:meth:`Stage.overlap`);
 4. the cluster is healed, the children's events become History ops, both topics are read
    back, and the run is judged -- only if it ran to its end with its crash placed
    (:func:`judge_state`): the Checker's counts and the exact redo bound decide each
@@ -264,6 +266,8 @@ class Stage:
         self.exercise, self.solution, self.cluster = exercise, solution, cluster
         self.source, self.sink, self.group, self.workdir = source, sink, group, workdir
         self.events = workdir / "events.jsonl"
+        #: Why the overlap fault's stalled instance resumed (:func:`handed_over`).
+        self.handover = ""
         #: The student's producer's client id: a live fault aims at its requests only.
         self.client_id = f"{group}-student"
         mode = TRANSACTIONAL if exercise.transactional else AT_LEAST_ONCE
@@ -367,6 +371,7 @@ class Stage:
         _resume(first)
         ending1 = self.finish("stage-1", second, t1)
         ending0 = self.finish("stage-0", first, t0)
+        self.handover = why
         unplaced = "" if why in ("handled", "locked") else (
             "not judged: the successor did not get the stalled message within "
             f"{STALL_CAP:.0f} s (the group did not hand the partition over)")
@@ -415,6 +420,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     committed: Offsets | None = None
     unread = ""  # why the group's offsets at the kill could not be read
     unplaced = ""  # why the overlap fault did not happen
+    overlap: dict[str, str] = {}  # its stalled instance resumed because (the Run's plan)
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         stage = Stage(exercise, solution, cluster, source, sink, group, Path(tmp))
         try:
@@ -433,6 +439,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
             if fault == STALL:  # two instances at once: no crash plan, no live raise
                 endings, unplaced = stage.overlap()
                 errors += [err for _, _, err in endings if err]
+                overlap = {"handover": stage.handover}
             for i, p in enumerate([] if fault == STALL else [plan, {}] if plan or live
                                   else [{}]):
                 ended, err = stage.run(f"stage-{i}", p)
@@ -461,6 +468,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     state, reason = judge_state(events, endings, plan, live=exercise.hands_over(fault))
     if state == JUDGED and unplaced:  # the overlap fault's stall, or its hand-over, missed
         state, reason = UNPLACED, unplaced
+    plan = {**plan, **overlap}
     if state == JUDGED and held is not None and not held.handle.held:
         state, reason = UNPLACED, "not judged: no write of yours was held (none was made)"
     if state == JUDGED and unread:

@@ -576,6 +576,7 @@ def overlapped(monkeypatch, events, endings, rows, unplaced=""):
 
     class FakeStage:
         client_id = "student"
+        handover = "handled"
 
         def __init__(self, *args):
             self.src = args[3]
@@ -619,6 +620,7 @@ def test_run_once_judges_two_overlapping_instances_by_the_rows(monkeypatch, tmp_
     run = runner.run_once(ex, sol, "stall_consumer", 1, FakeCluster())
     assert run.state == JUDGED and run.ok
     assert run.crash.startswith("stalled before your first database write")
+    assert run.plan == {"handover": "handled"}  # why the stalled instance resumed
     # the stalled instance wrote its row after its successor had: two rows, one message
     runner, _ = overlapped(monkeypatch, [stall, *polls], done, [*values, values[0]])
     run = runner.run_once(ex, sol, "stall_consumer", 1, FakeCluster())
