@@ -282,30 +282,27 @@ class StudentProducer:
 
 class Stall:
     """The overlap fault (:data:`~deliverylab.grade.search.STALL`): this process stops
-    itself (``SIGSTOP``) right before the student's first database write for its
-    ``n``-th message -- after whatever the handler read to decide -- placed by count,
-    never by time; the whole process freezes (heartbeats too), as in a long GC pause.
-    The parent sees the ``fault`` event, starts a successor that takes the partitions and
-    handles the same messages, then resumes this process (``SIGCONT``): it finishes that
-    call and its batch, its offset commit is refused, and it ends (:func:`run_handler`)."""
+    (``SIGSTOP``, heartbeats too, as in a long GC pause) right before the student's first
+    database write of its ``n``-th message, after whatever the handler read; by count,
+    never by time. The parent starts a successor that takes the partitions and handles
+    the same messages, then resumes this one (``SIGCONT``): it finishes that call, its
+    offset commit is refused, and it ends (:func:`run_handler`)."""
 
     def __init__(self, events: Events, n: int = 1) -> None:
-        self.events, self.n = events, n
-        self.fired = False
+        self.events, self.n, self.fired = events, n, False
 
     def before(self, count: int, message: str | None, sql: Any) -> None:
         """Before each statement of the student's: stop here if it is the planned write."""
         if self.fired or count != self.n or not writes(sql):
             return
-        self.fired = True
-        words = (f"stalled before your first database write for message #{count}, while "
-                 "a successor took the group's partitions and handled the same messages")
+        self.fired, words = True, (f"stalled before your first database write for message "
+                                   f"#{count}, while a successor took the group's "
+                                   "partitions and handled the same messages")
         self.events.write("fault", fault=STALL, outcome="info", message=message,
                           words=words, detail=f"{self.events.process} is SIGSTOPped {words}")
         self.events.file.flush()
         os.kill(os.getpid(), signal.SIGSTOP)
-        self.events.write("resumed", message=message,
-                          detail=f"{self.events.process} resumes (SIGCONT)")
+        self.events.write("resumed", message=message, detail="resumed (SIGCONT)")
 
 
 #: Attributes a student may set on their database: they belong to the connection.
@@ -360,9 +357,9 @@ class StudentDatabase:
 
     def before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Before each statement: is it the write the overlap fault stalls at?"""
-        if self.stall is not None and self.armed:
-            sql = args[0] if args else kwargs.get("sql", kwargs.get("sql_script", ""))
-            self.stall.before(self.count, self.message, sql)
+        if self.stall is not None and self.armed:  # the SQL: positional, or by keyword
+            self.stall.before(self.count, self.message, args[0] if args else next(
+                (kwargs[k] for k in ("sql", "sql_script") if k in kwargs), ""))
 
     def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if name.startswith("execute"):
@@ -468,9 +465,9 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
     """The lab's own consumer loop around a student's per-message handler: poll a
     batch, call the handler for each message, then commit the batch's offsets.
 
-    A process that stalled (``stall``) ends with the batch it stalled in: its
-    successor owns the partitions now, and its offset commit, refused by the group
-    (fenced, or a generation gone), is recorded as failed, not raised."""
+    Under the overlap fault (``overlap``) a refused offset commit is recorded, not
+    raised: the group moved on, and redelivers what was not committed. A process that
+    stalled (``stall``) ends right after the handler call it stalled in."""
     db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan, stall)
     path = spec.get("solution", "")
     setup = getattr(module, "setup", None)
@@ -481,7 +478,7 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
     handle = getattr(module, spec["function"])
     while running():
         msgs = [m for m in consumer.consume(MAX_BATCH, 0.5) if not m.error()]
-        for m in msgs:
+        for i, m in enumerate(msgs):
             value = _value_text(m.value())
             events.write("poll", values=[value] if value else [], topic=m.topic(),
                          partition=m.partition(), offset=m.offset())
@@ -494,6 +491,9 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
                          (m.topic(), m.partition(), m.offset()))
             db.look()  # a commit through a connection the wrapper never saw
             events.write("handled", message=value)
+            if stall is not None and stall.fired:
+                msgs = msgs[:i + 1]  # its successor handles the rest of the batch
+                break
         stalled = stall is not None and stall.fired
         if msgs:
             offsets = [TopicPartition(m.topic(), m.partition(), m.offset() + 1)
@@ -501,7 +501,7 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
             except KafkaException as exc:
-                if not stalled:
+                if not (stalled or spec.get("overlap")):
                     raise
                 events.write("commit", outcome="fail", detail=_offsets_text(offsets),
                              error=str(exc))

@@ -344,7 +344,9 @@ class Stage:
         its call and batch. Returns the endings, first process first, and why the
         overlap did not happen ("" when it did: the run is not judged otherwise)."""
         t0 = time.monotonic()
-        first = self.start("stage-0", {"stall": 1, "fault": STALL})
+        # Both processes take a refused offset commit as the group moving on (the
+        # resumed one's consumer rejoins and may briefly take the member's place back).
+        first = self.start("stage-0", {"stall": 1, "fault": STALL, "overlap": True})
         try:
             try:
                 stalled = wait_until("stage-0 to stall or end", lambda: next(
@@ -360,7 +362,7 @@ class Stage:
                     "not judged: the grader could not place its stall: your handler made "
                     "no database write (INSERT, UPDATE, DELETE, REPLACE) for its 1st message")
             t1 = time.monotonic()
-            second = self.start("stage-1", {})
+            second = self.start("stage-1", {"overlap": True})
             why = wait_until("the successor to handle the stalled message", lambda: (
                 handed_over(self.read_events(), stalled.get("message"), t1 + STALL_CAP)
                 or ("ended" if second.poll() is not None else "")),

@@ -456,3 +456,61 @@ def test_a_correct_handler_makes_one_row_when_two_instances_overlap(tmp_path: Pa
 def test_a_check_outside_the_writes_transaction_makes_two_rows_when_instances_overlap(
         tmp_path: Path, monkeypatch, solution):
     assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"] * 2
+
+
+def test_under_the_overlap_fault_a_refused_offset_commit_is_recorded_and_the_loop_goes_on(
+        tmp_path: Path):
+    import sqlite3
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    from deliverylab.grade.child import run_handler
+
+    db_path = tmp_path / "effects.db"
+    with sqlite3.connect(db_path) as db:
+        db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    module = _student(SOLUTIONS_06 / "reference.py")
+
+    class Refusing(FakeConsumer):
+        def consume(self, n, timeout):
+            return [FakeMsg(0), FakeMsg(1)]
+
+        def commit(self, **kw):
+            super().commit(**kw)
+            if len(self.commits) == 1:  # the group moved on: the batch is redelivered
+                raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
+
+    spec = {"database": str(db_path), "function": "handle"}
+    with pytest.raises(KafkaException):  # outside the overlap fault: the grader's error
+        run_handler(spec, Events(str(tmp_path / "a.jsonl"), "stage-1"), Refusing(), module,
+                    iter([True, False]).__next__)
+    consumer = Refusing()
+    run_handler({**spec, "overlap": True}, Events(str(tmp_path / "e.jsonl"), "stage-1"),
+                consumer, module, iter([True, True, False]).__next__)
+    commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
+    assert [c["outcome"] for c in commits] == ["fail", "ok"]
+    assert "UNKNOWN_MEMBER_ID" in commits[0]["error"]
+    assert len(consumer.commits) == 2
+
+
+def test_a_stalled_instance_ends_right_after_the_call_it_stalled_in(tmp_path: Path,
+                                                                   monkeypatch):
+    import sqlite3
+
+    import deliverylab.grade.child as child
+    from deliverylab.grade.child import Stall, run_handler
+
+    monkeypatch.setattr(child.os, "kill", lambda pid, sig: None)  # resumed at once
+    db_path = tmp_path / "effects.db"
+    with sqlite3.connect(db_path) as db:
+        db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    consumer = FakeConsumer()  # hands over 10 messages a call, for ever
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    run_handler({"database": str(db_path), "function": "handle", "overlap": True}, events,
+                consumer, _student(SOLUTIONS_06 / "reference.py"), lambda: True,
+                stall=Stall(events, 2))
+    got = read(tmp_path / "e.jsonl")
+    assert [e["message"] for e in got if e["kind"] == "handled"] == [
+        "producer-0:0", "producer-0:1"]
+    assert [tp.offset for tp in consumer.commits[0]["offsets"]] == [1, 2]
+    assert len(consumer.commits) == 1
