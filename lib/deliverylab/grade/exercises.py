@@ -312,7 +312,7 @@ IDEMPOTENT_HANDLER = Exercise(
     # partitions and handles the same messages, then the first resumes and finishes
     # its call (grade.runner.Stage.overlap): a check outside the write's transaction
     # was true when read and is false when it writes.
-    faults=("none", "kill_after_db", "lose_ack"),
+    faults=("none", "kill_after_db", "lose_ack", "stall_consumer"),
     properties=(
         Property("one_row_each", "no message makes more than one row, however often it "
                  "is delivered or written", lambda c, f: c.get("duplicate_rows", 0) == 0,

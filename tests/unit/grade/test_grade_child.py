@@ -441,8 +441,18 @@ def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5) -> 
     return [r[0] for r in rows]
 
 
-@pytest.mark.parametrize("solution", ["reference.py", "correct_begin_immediate.py",
-                                      "correct_changes_guard.py", "correct_hashed_key.py"])
+def _declared(path: Path) -> str:
+    """A wrong solution's EXPECTED_FAILURE, read without running it."""
+    import ast
+
+    return next((n.value.value for n in ast.parse(path.read_text()).body
+                 if isinstance(n, ast.Assign)
+                 and getattr(n.targets[0], "id", "") == "EXPECTED_FAILURE"), "")
+
+
+@pytest.mark.parametrize("solution", sorted(p.name for p in SOLUTIONS_06.glob("*.py")
+                                            if p.name == "reference.py"
+                                            or p.name.startswith("correct_")))
 def test_a_correct_handler_makes_one_row_when_two_instances_overlap(tmp_path: Path,
                                                                     monkeypatch, solution):
     # correct_begin_immediate holds the write lock through the stall: its successor
@@ -451,8 +461,15 @@ def test_a_correct_handler_makes_one_row_when_two_instances_overlap(tmp_path: Pa
     assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"]
 
 
-@pytest.mark.parametrize("solution", ["candidates/wrong_check_then_insert.py",
-                                      "candidates/wrong_select_inside_with.py"])
+OVERLAP_WRONG = sorted(p.name for p in SOLUTIONS_06.glob("wrong_*.py")
+                       if _declared(p).startswith("stall_consumer x"))
+
+
+def test_the_overlap_faults_wrong_solutions_are_the_checks_outside_the_transaction():
+    assert OVERLAP_WRONG == ["wrong_check_then_insert.py", "wrong_select_inside_with.py"]
+
+
+@pytest.mark.parametrize("solution", OVERLAP_WRONG)
 def test_a_check_outside_the_writes_transaction_makes_two_rows_when_instances_overlap(
         tmp_path: Path, monkeypatch, solution):
     assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"] * 2
