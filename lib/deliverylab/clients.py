@@ -195,6 +195,33 @@ def is_fencing(error: BaseException | KafkaError | None) -> bool:
     return err.code() in FENCING_CODES or err.fatal()
 
 
+def end_transaction(producer: Producer, how: str = "commit", timeout: float = 30.0,
+                    attempts: int = 3) -> None:
+    """``commit_transaction``/``abort_transaction``, resumed while the error is retriable.
+
+    Why: a call that times out (``_TIMED_OUT``, retriable) has not ended the
+    transaction; librdkafka keeps ending it in the background and refuses any other
+    transactional call meanwhile (``_CONFLICT``: "Conflicting commit_transaction API
+    call is already in progress"). Its contract is to call the same method again, which
+    resumes and returns the outcome. Seen on a loaded machine: a commit waiting on a
+    paused leader's produce request outlived its 30 s, and the workload's next
+    ``begin_transaction`` failed. An abortable, fatal or fencing error, or a timeout on
+    the last attempt, is raised for the caller to record and handle.
+    """
+    if how not in ("commit", "abort"):
+        raise bad_value("how", how, "'commit' or 'abort'")
+    end = getattr(producer, f"{how}_transaction")
+    for attempt in range(1, attempts + 1):
+        try:
+            end(timeout)
+            return
+        except KafkaException as exc:
+            err = exc.args[0]
+            if (attempt == attempts or not err.retriable() or err.txn_requires_abort()
+                    or err.fatal()):
+                raise
+
+
 class Recorder:
     """Sends lab values through a librdkafka producer and records each as a ``send`` op.
 
@@ -428,9 +455,8 @@ class TxnProducer:
         if self.txn is None:
             return f"no open transaction to {how}"
         txn, self.txn = self.txn, None
-        end = getattr(self.producer, f"{how}_transaction")
         try:
-            end(self.timeout)
+            end_transaction(self.producer, how, self.timeout)
         except KafkaException as exc:
             self.history.record(self.process, f"{how}_txn", "fail", txn=txn, error=exc)
             if is_fencing(exc):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from . import values as V
-from .clients import Recorder, bootstrap_of, config, is_fencing
+from .clients import Recorder, bootstrap_of, config, end_transaction, is_fencing
 from .errors import LabError, bad_value
 from .history import History
 from .modes import DeliveryMode
@@ -195,7 +195,7 @@ class ProducerWorkload:
     def _commit(self, producer: Producer) -> None:
         txn, self._txn = self._txn, None
         try:
-            producer.commit_transaction(30)
+            end_transaction(producer, "commit")
             self.history.record(self.process, "commit_txn", "ok", txn=txn)
             self.report.transactions_committed += 1
         except KafkaException as exc:
@@ -206,11 +206,14 @@ class ProducerWorkload:
                 return
             if err.txn_requires_abort():
                 self.history.record(self.process, "commit_txn", "fail", txn=txn, error=exc)
-                producer.abort_transaction(30)
+                end_transaction(producer, "abort")
                 self.history.record(self.process, "abort_txn", "ok", txn=txn)
                 self.report.transactions_aborted += 1
                 return
+            # Still retriable after every attempt: the outcome is unknown and the
+            # producer cannot begin another transaction until this one ends.
             self.history.record(self.process, "commit_txn", "info", txn=txn, error=exc)
+            raise
 
 
 def _pace(t0: float, sent: int, rate: float) -> None:
@@ -421,7 +424,7 @@ class Pipeline:
             producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
             self.history.record(self.process, "send_offsets", "ok", txn=txn,
                                 detail=_offsets_text(offsets))
-            producer.commit_transaction(30)
+            end_transaction(producer, "commit")
             self.history.record(self.process, "commit_txn", "ok", txn=txn)
             self.report.commits += 1
             return True
@@ -429,7 +432,7 @@ class Pipeline:
             err = exc.args[0]
             self.history.record(self.process, "commit_txn", "fail", txn=txn, error=exc)
             if err.txn_requires_abort():
-                producer.abort_transaction(30)
+                end_transaction(producer, "abort")
                 self.history.record(self.process, "abort_txn", "ok", txn=txn)
                 return True
             self.report.fenced = True

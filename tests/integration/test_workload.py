@@ -24,9 +24,17 @@ def test_transactions_commit_after_txn_size_values(cluster):
 
 
 def test_transactions_commit_by_time_and_every_value_is_judged(cluster):
-    run = Scenario("TRANSACTIONAL", "none", values=400, rate=400, txn_size=10**6,
+    run = Scenario("TRANSACTIONAL", "none", values=400, rate=200, txn_size=10**6,
                    commit_interval_ms=100).run(1, cluster)
     assert run.result.valid, run.result.summary()
     assert run.result.stats["values_sent"] == 400 + 400
-    # 1 s of writing at 100 ms per transaction: about ten, never one per value.
-    assert 5 <= len(_commits(run, "producer-0")) <= 15
+    # A transaction never fills (10**6 values), so every commit but the last is due to
+    # time. How many fit in 2 s of writing depends on how long each commit takes (a
+    # loaded machine saw 250 ms), so the test asserts the events, not a count by time:
+    # more than one transaction, none ended before its 100 ms, never one per value.
+    commits = _commits(run, "producer-0")
+    assert 2 <= len(commits) <= 2000 // 100 + 1
+    opened = {op.txn: op.time for op in run.history
+              if op.process == "producer-0" and op.kind == "begin_txn"}
+    for op in commits[:-1]:
+        assert op.time - opened[op.txn] >= 0.1, op

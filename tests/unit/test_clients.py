@@ -7,7 +7,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from deliverylab.clients import TxnProducer
+from deliverylab.clients import TxnProducer, end_transaction
 
 
 class _Flushing:
@@ -196,3 +196,51 @@ def test_a_fatal_error_left_pending_by_the_client_is_raised_plainly_and_every_re
     result = _mock_cluster().case_fatal()
     assert result["outcome"] == "KafkaException(fatal)", result
     assert result["recorded"] == 5  # every value's report recorded (_PURGE_QUEUE: fail)
+
+
+class _Ending:
+    """A stand-in for librdkafka's commit/abort: raises the given errors in turn."""
+
+    def __init__(self, *errors: KafkaError) -> None:
+        self.errors, self.calls = list(errors), []
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append(("commit", timeout))
+        if self.errors:
+            raise KafkaException(self.errors.pop(0))
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.calls.append(("abort", timeout))
+        if self.errors:
+            raise KafkaException(self.errors.pop(0))
+
+
+_TIMEOUT = KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True)
+
+
+def test_a_timed_out_commit_is_resumed_by_calling_commit_again():
+    p = _Ending(_TIMEOUT, _TIMEOUT)
+    end_transaction(p, "commit", 5)
+    assert p.calls == [("commit", 5)] * 3
+
+
+def test_an_abortable_or_fatal_error_is_raised_at_once_and_never_retried():
+    for err in (KafkaError(KafkaError._TIMED_OUT, "x", retriable=True, txn_requires_abort=True),
+                KafkaError(KafkaError._FENCED, "fenced", fatal=True),
+                KafkaError(KafkaError._STATE, "not retriable")):
+        p = _Ending(err)
+        with pytest.raises(KafkaException) as info:
+            end_transaction(p, "abort")
+        assert info.value.args[0] is err and len(p.calls) == 1
+
+
+def test_a_commit_still_timing_out_after_every_attempt_raises():
+    p = _Ending(_TIMEOUT, _TIMEOUT, _TIMEOUT)
+    with pytest.raises(KafkaException):
+        end_transaction(p, "commit", 1, attempts=3)
+    assert len(p.calls) == 3
+
+
+def test_end_transaction_names_a_bad_how():
+    with pytest.raises(ValueError, match="'commit' or 'abort'"):
+        end_transaction(_Ending(), "rollback")

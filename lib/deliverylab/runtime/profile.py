@@ -38,8 +38,6 @@ class Profile:
     controller_opts: list[str] = field(default_factory=list)
     #: Spark settings for the kernel's session (and chapter 05's child driver).
     spark_conf: dict[str, str] = field(default_factory=dict)
-    #: Extra options for the Spark driver JVM (appended to spark.driver.extraJavaOptions).
-    spark_driver_opts: list[str] = field(default_factory=list)
 
 
 PROFILES: dict[str, Profile] = {

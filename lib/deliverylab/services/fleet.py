@@ -147,7 +147,6 @@ class ServiceFleet:
         self.dir = lab.workdir / self.group
         (self.dir / "markers").mkdir(parents=True, exist_ok=True)
         self.members: list[Member] = []
-        self.restart_tokens: set[str] = set()
         self.pressed: list[dict[str, Any]] = []
         self._stopped = threading.Event()
         self._lock = threading.Lock()
@@ -227,8 +226,6 @@ class ServiceFleet:
         armed = {"fault": name, "token": token,
                  "after": self.after if after is None else after,
                  "seconds": self.stall_seconds}
-        if name == "restart_instance":
-            self.restart_tokens.add(token)
         self.pressed.append(armed)
         line = "arm " + json.dumps(armed) + "\n"
         role = "relay" if name == "kill_relay" else "service"
@@ -305,7 +302,7 @@ class ServiceFleet:
 
     def _check(self) -> None:
         if not any(m.proc.poll() is None for m in self.members if m.role == "service"):
-            if not self.restart_tokens:
+            if not any(p["fault"] == "restart_instance" for p in self.pressed):
                 raise LabError(f"every instance of {self.group} has exited; logs in "
                                f"{self.dir}")
 

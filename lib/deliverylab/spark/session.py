@@ -163,16 +163,17 @@ DRIVER_JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 def _driver_java_options(record: Path | None = None) -> str:
     """spark.driver.extraJavaOptions: our log config, plus the class archive when one
     exists (or, with ``record``, the file to record one into at the JVM's exit), then
-    :data:`DRIVER_JVM_OPTS` and the profile's."""
+    :data:`DRIVER_JVM_OPTS` (every profile's: a profile caps the driver's memory with
+    ``spark_conf``)."""
     opts = [f"-Dlog4j.configurationFile={_log_config()}", *temp_opts(temp_dir())]
     if record is not None:
         opts.append(f"-XX:ArchiveClassesAtExit={record}")
     else:
         if (archive := class_archive()).exists():
             opts += [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
-        # A classroom's caps ($DELIVERYLAB_PROFILE); the archive is recorded by the
-        # lab's own JVM whatever the profile (its classes map under either collector).
-        opts += DRIVER_JVM_OPTS + current_profile().spark_driver_opts
+        # The archive is recorded by the lab's own JVM without these (its classes map
+        # under either collector).
+        opts += DRIVER_JVM_OPTS
     return " ".join(opts)
 
 

@@ -244,7 +244,7 @@ def _committed_batch(bootstrap: str, topic: str, qid: str, timeout: float = 30.0
 def _kafka_txn(spec: QuerySpec, log: OpLog, after_write: AfterWrite):
     from confluent_kafka import Producer
 
-    from ..clients import Recorder, config
+    from ..clients import Recorder, config, end_transaction
     from ..history import History
 
     state: dict[str, Any] = {}
@@ -286,7 +286,7 @@ def _kafka_txn(spec: QuerySpec, log: OpLog, after_write: AfterWrite):
                        partition=op.partition, offset=op.offset, txn=op.txn, error=op.error,
                        detail=f"batch {batch}")
         after_write(batch)  # a crash here leaves the transaction open
-        producer.commit_transaction(30)
+        end_transaction(producer, "commit")
         log.record(spec.process, "commit_txn", "ok", txn=txn,
                    detail=f"batch {batch} committed with its marker")
 
