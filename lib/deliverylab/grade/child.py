@@ -471,9 +471,11 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
     db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan, stall)
     path = spec.get("solution", "")
     setup = getattr(module, "setup", None)
-    if callable(setup):
+    if callable(setup):  # said in the events: the parent sees a setup waiting on a lock
+        events.write("setup", detail="setup(db) is called")
         call_student(events, path, setup, db)
         db.commit()
+        events.write("set_up", detail="setup(db) returned and is committed")
     db.armed = True
     handle = getattr(module, spec["function"])
     while running():
@@ -548,10 +550,6 @@ def caught_up(consumer: Consumer, ends: dict[int, int], topic: str) -> bool:
     return True
 
 
-def _auto_commit(conf: dict[str, Any]) -> bool:
-    return str(conf.get("enable.auto.commit", True)).lower() in ("true", "1")
-
-
 def run(spec: dict[str, Any]) -> int:
     """Run the student's loop once, as the spec says; returns the exit code."""
     events = Events(spec["events"], spec["process"])
@@ -565,7 +563,8 @@ def run(spec: dict[str, Any]) -> int:
     consumer_conf = {**spec["consumer"], **fn.consumer_settings,
                      "group.id": spec["group"]}
     client_conf = dict(consumer_conf)
-    if _auto_commit(consumer_conf):  # librdkafka's timer commits: seen as commits too
+    auto_commit = str(consumer_conf.get("enable.auto.commit", True)).lower()
+    if auto_commit in ("true", "1"):  # librdkafka's timer commits: seen as commits too
 
         def auto(err: KafkaError | None, offsets: list[TopicPartition]) -> None:
             if plan.owed_callbacks > 0:  # the report of a commit() already recorded

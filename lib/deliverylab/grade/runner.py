@@ -69,10 +69,11 @@ RECORDED = ("poll", "send", "commit", "fault", "begin_txn", "commit_txn", "abort
 #: Seconds one stage process may take before it is killed; its run is not judged.
 STAGE_TIMEOUT = 60.0
 
-#: The overlap fault (:data:`~deliverylab.grade.search.STALL`): once the successor
-#: polled the stalled message, how long it gets to handle it before the first instance
-#: resumes -- a successor that has not handled it by then waits on a database lock the
-#: stalled one holds (``BEGIN IMMEDIATE``), which only its resumption frees; and the most
+#: The overlap fault (:data:`~deliverylab.grade.search.STALL`): how long the successor
+#: may stay inside one call into the student's code (setup, or the handler on any
+#: message) before the first instance resumes -- a successor still in it waits on a
+#: database lock the stalled one holds (``BEGIN IMMEDIATE``), which only its
+#: resumption frees (:func:`handed_over`); and the most
 #: a stall lasts when the group never hands the partition over (then the run is not
 #: judged: no overlap happened).
 HANDOFF_GRACE = 2.0
@@ -339,8 +340,9 @@ class Stage:
         write (:class:`~deliverylab.grade.child.Stall`); ``stage-1`` starts, takes the
         group's partitions (static membership: it fences the frozen member at once;
         without, the frozen member's session runs out) and handles the same messages;
-        once it handled the stalled message (or :data:`HANDOFF_GRACE` after it polled
-        it: it waits on a lock the stalled one holds), ``stage-0`` resumes and finishes
+        once it handled the stalled message (or once it has waited :data:`HANDOFF_GRACE`
+        inside one call into the student's code: on a lock the stalled one holds,
+        :func:`handed_over`), ``stage-0`` resumes and finishes
         its call and batch. Returns the endings, first process first, and why the
         overlap did not happen ("" when it did: the run is not judged otherwise)."""
         t0 = time.monotonic()
@@ -522,19 +524,44 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
 def handed_over(events: list[dict[str, Any]], message: str | None, cap_at: float,
                 now: float | None = None, successor: str = "stage-1") -> str:
     """Is it time to resume the stalled instance, and why: "handled" (the successor
-    handled the stalled ``message``), "locked" (it polled it :data:`HANDOFF_GRACE` ago
-    and has not handled it: it waits on the stalled one's lock), "cap" (past
-    ``cap_at``: the group never handed the partition over), or "" (not yet). Pure:
-    unit-tested on hand-written events."""
+    handled the stalled ``message``), "locked" (it has been inside one call into the
+    student's code for :data:`HANDOFF_GRACE` -- its ``setup(db)``, or its handler on
+    *any* message: it waits on a lock the stalled one holds), "cap" (past ``cap_at``:
+    the group never handed the partition over), or "" (not yet). Pure: unit-tested on
+    hand-written events.
+
+    Any message, not only the stalled one: the successor's first batch may come from
+    another partition, and a handler that takes the write lock before its check
+    (``BEGIN IMMEDIATE``) then waits there, on its first message, and never reaches
+    the stalled one until the stalled instance resumes (measured: the calibration's
+    3-broker cluster). A successor in ``setup(db)`` has subscribed, so its client has
+    joined the group in librdkafka's own thread and taken the partitions already."""
     now = time.monotonic() if now is None else now
     mine = [e for e in events if e.get("process") == successor]
     if any(e["kind"] == "handled" and e.get("message") == message for e in mine):
         return "handled"
-    polled = [e["t"] for e in mine if e["kind"] == "poll" and message in (e.get("values")
-                                                                          or [])]
-    if polled and now - min(polled) >= HANDOFF_GRACE:
+    since = in_call_since(mine)
+    if since is not None and now - since >= HANDOFF_GRACE:
         return "locked"
     return "cap" if now >= cap_at else ""
+
+
+def in_call_since(events: list[dict[str, Any]]) -> float | None:
+    """When one process's call into the student's code that has not returned began
+    (None: it is in none): its ``setup`` not followed by ``set_up``, or a message it
+    polled (the loop writes the ``poll`` right before the handler call) not followed by
+    its ``handled``. Events of one process, in the order it wrote them."""
+    open_at: tuple[str | None, float] | None = None
+    for e in events:
+        kind = e["kind"]
+        if kind == "setup":
+            open_at = (None, e["t"])
+        elif kind == "poll" and e.get("values"):
+            open_at = (e["values"][0], e["t"])
+        elif kind == "set_up" or (kind == "handled" and open_at is not None
+                                  and e.get("message") == open_at[0]):
+            open_at = None
+    return open_at[1] if open_at is not None else None
 
 
 def _resume(proc: subprocess.Popen) -> None:

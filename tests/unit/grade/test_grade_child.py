@@ -228,6 +228,8 @@ def test_the_handler_loop_calls_the_handler_per_message_and_records_database_com
     rows = sqlite3.connect(db_path).execute("SELECT order_id FROM orders").fetchall()
     assert sorted(r[0] for r in rows) == ["producer-0:0", "producer-0:1"]  # deduplicated
     got = read(tmp_path / "e.jsonl")
+    # setup(db)'s call is said, so the parent sees a successor waiting in it on a lock
+    assert [e["kind"] for e in got][:3] == ["setup", "set_up", "poll"]
     writes = [e for e in got if e["kind"] == "db_write"]
     # the redelivered batch's transactions wrote nothing: they are no database commits
     assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]]

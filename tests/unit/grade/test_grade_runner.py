@@ -561,6 +561,38 @@ def test_the_stalled_instance_resumes_once_its_successor_handled_or_waits_on_its
     assert handed_over(other, m, cap_at=120, now=120) == "cap"
 
 
+def test_the_stalled_instance_resumes_when_its_successor_waits_in_any_call_of_the_students():
+    """A successor whose first batch came from another partition waits on the stalled
+    one's write lock (BEGIN IMMEDIATE) in its handler on *that* message, or in its
+    setup: it never polls the stalled message until the stalled one resumes."""
+    from deliverylab.grade.runner import HANDOFF_GRACE, handed_over, in_call_since
+
+    m = "producer-0:0"  # the stalled message, on partition 0
+
+    def ev(kind, t, **f):
+        return {"process": "stage-1", "kind": kind, "t": t, **f}
+
+    first = ev("poll", 100.0, values=["producer-1:0"])  # partition 1's message first
+    done = ev("handled", 100.1, message="producer-1:0")
+    assert in_call_since([first]) == 100.0
+    assert handed_over([first], m, cap_at=120, now=100 + HANDOFF_GRACE - 0.1) == ""
+    assert handed_over([first], m, cap_at=120, now=100 + HANDOFF_GRACE) == "locked"
+    # handled in time, and back in consume(): in no call of the student's
+    assert in_call_since([first, done]) is None
+    assert handed_over([first, done], m, cap_at=120, now=110) == ""
+    # the next message's call is open: timed from its own poll
+    second = ev("poll", 105.0, values=["producer-1:1"])
+    assert in_call_since([first, done, second]) == 105.0
+    assert handed_over([first, done, second], m, cap_at=120, now=106) == ""
+    # a setup that waits (a write in setup(db)), until it returns
+    setup, set_up = ev("setup", 100.0), ev("set_up", 100.5)
+    assert handed_over([setup], m, cap_at=120, now=100 + HANDOFF_GRACE) == "locked"
+    assert in_call_since([setup, set_up]) is None
+    assert handed_over([setup, set_up], m, cap_at=120, now=110) == ""
+    # the stalled instance's own open call says nothing about the successor
+    assert handed_over([{**first, "process": "stage-0"}], m, cap_at=120, now=110) == ""
+
+
 def overlapped(monkeypatch, events, endings, rows, unplaced=""):
     """run_once of exercise 06 under the overlap fault, its cluster, processes and
     read-back stood in: the plumbing from events and rows to verdicts runs for real."""
