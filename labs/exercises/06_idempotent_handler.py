@@ -8,7 +8,10 @@ message of the batch, so a message can reach your handler twice:
 - ``kill_after_db``: the lab SIGKILLs the service right after one of your database
   commits, before its offset commit; a new instance gets the batch again;
 - ``lose_ack``: the producer upstream lost an ack and wrote an order twice (the same
-  message id, at two offsets).
+  message id, at two offsets);
+- ``stall_consumer``: the service stalls inside your handler, before its first database
+  write of a message; the group hands its partitions to a new instance, which handles
+  the same messages; then the stalled one wakes up and carries on.
 
 Then it counts the rows: **one row per message**, **no message without its row**, and
 the service must finish. Grade it from the chapter (``dl.grade("06")``) or a terminal::

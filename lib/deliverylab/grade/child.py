@@ -33,12 +33,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..clients import config
 from ..history import outcome_of
 from ..values import decode
-from .search import CallCounter, CrashPoint, db_commit
+from .search import STALL, CallCounter, CrashPoint, db_commit, writes
 
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
 #: redoes at most one batch" means the same thing for every solution.
@@ -280,6 +280,31 @@ class StudentProducer:
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
 
 
+class Stall:
+    """The overlap fault (:data:`~deliverylab.grade.search.STALL`): this process stops
+    (``SIGSTOP``, heartbeats too, as in a long GC pause) right before the student's first
+    database write of its ``n``-th message, after whatever the handler read; by count,
+    never by time. The parent starts a successor that takes the partitions and handles
+    the same messages, then resumes this one (``SIGCONT``): it finishes that call, its
+    offset commit is refused, and it ends (:func:`run_handler`)."""
+
+    def __init__(self, events: Events, n: int = 1) -> None:
+        self.events, self.n, self.fired = events, n, False
+
+    def before(self, count: int, message: str | None, sql: Any) -> None:
+        """Before each statement of the student's: stop here if it is the planned write."""
+        if self.fired or count != self.n or not writes(sql):
+            return
+        self.fired, words = True, (f"stalled before your first database write for message "
+                                   f"#{count}, while a successor took the group's "
+                                   "partitions and handled the same messages")
+        self.events.write("fault", fault=STALL, outcome="info", message=message,
+                          words=words, detail=f"{self.events.process} is SIGSTOPped {words}")
+        self.events.file.flush()
+        os.kill(os.getpid(), signal.SIGSTOP)
+        self.events.write("resumed", message=message, detail="resumed (SIGCONT)")
+
+
 #: Attributes a student may set on their database: they belong to the connection.
 CONNECTION_SETTINGS = frozenset({"isolation_level", "row_factory", "text_factory",
                                  "autocommit"})
@@ -293,10 +318,12 @@ class StudentDatabase:
     counted for the crash plan (``db_commit``)."""
 
     def __init__(self, conn: sqlite3.Connection, events: Events,
-                 plan: KillPlan | None = None) -> None:
-        self._conn, self._events, self.plan = conn, events, plan
+                 plan: KillPlan | None = None, stall: Stall | None = None) -> None:
+        self._conn, self._events, self.plan, self.stall = conn, events, plan, stall
         self.commits = 0
         self.message: str | None = None
+        #: The messages handed to the handler so far (the one handled now included).
+        self.count = 0
         self.armed = False
         self._statements: list[str] = []
         self._changes = conn.total_changes
@@ -328,7 +355,15 @@ class StudentDatabase:
         if self.plan is not None:
             self.plan.after("db_commit")
 
+    def before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Before each statement: is it the write the overlap fault stalls at?"""
+        if self.stall is not None and self.armed:  # the SQL: positional, or by keyword
+            self.stall.before(self.count, self.message, args[0] if args else next(
+                (kwargs[k] for k in ("sql", "sql_script") if k in kwargs), ""))
+
     def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("execute"):
+            self.before(args, kwargs)
         try:
             return getattr(self._conn, name)(*args, **kwargs)
         finally:
@@ -377,6 +412,7 @@ class _Cursor:
         return iter(self._cur)
 
     def _call(self, name: str, *args: Any, **kwargs: Any) -> _Cursor:
+        self._db.before(args, kwargs)
         try:
             getattr(self._cur, name)(*args, **kwargs)
         finally:
@@ -424,35 +460,57 @@ def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
 
 
 def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
-                module: Any, running: Callable[[], bool], plan: KillPlan | None = None) -> None:
+                module: Any, running: Callable[[], bool], plan: KillPlan | None = None,
+                stall: Stall | None = None) -> None:
     """The lab's own consumer loop around a student's per-message handler: poll a
-    batch, call the handler for each message, then commit the batch's offsets."""
-    db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan)
+    batch, call the handler for each message, then commit the batch's offsets.
+
+    Under the overlap fault (``overlap``) a refused offset commit is recorded, not
+    raised: the group moved on, and redelivers what was not committed. A process that
+    stalled (``stall``) ends right after the handler call it stalled in."""
+    db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan, stall)
     path = spec.get("solution", "")
     setup = getattr(module, "setup", None)
-    if callable(setup):
+    if callable(setup):  # said in the events: the parent sees a setup waiting on a lock
+        events.write("setup", detail="setup(db) is called")
         call_student(events, path, setup, db)
         db.commit()
+        events.write("set_up", detail="setup(db) returned and is committed")
     db.armed = True
     handle = getattr(module, spec["function"])
     while running():
         msgs = [m for m in consumer.consume(MAX_BATCH, 0.5) if not m.error()]
-        for m in msgs:
+        for i, m in enumerate(msgs):
             value = _value_text(m.value())
             events.write("poll", values=[value] if value else [], topic=m.topic(),
                          partition=m.partition(), offset=m.offset())
             if value is None:
                 continue
             db.message = value
+            db.count += 1
             call_student(events, path, handle, db, value,
                          {"order_id": value, "amount": decode(m.value()).seq},
                          (m.topic(), m.partition(), m.offset()))
             db.look()  # a commit through a connection the wrapper never saw
+            events.write("handled", message=value)
+            if stall is not None and stall.fired:
+                msgs = msgs[:i + 1]  # its successor handles the rest of the batch
+                break
+        stalled = stall is not None and stall.fired
         if msgs:
             offsets = [TopicPartition(m.topic(), m.partition(), m.offset() + 1)
                        for m in msgs]
-            consumer.commit(offsets=offsets, asynchronous=False)
-            events.write("commit", outcome="ok", detail=_offsets_text(offsets))
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as exc:
+                if not (stalled or spec.get("overlap")):
+                    raise
+                events.write("commit", outcome="fail", detail=_offsets_text(offsets),
+                             error=str(exc))
+            else:
+                events.write("commit", outcome="ok", detail=_offsets_text(offsets))
+        if stalled:
+            break
     db.close()
 
 
@@ -492,15 +550,12 @@ def caught_up(consumer: Consumer, ends: dict[int, int], topic: str) -> bool:
     return True
 
 
-def _auto_commit(conf: dict[str, Any]) -> bool:
-    return str(conf.get("enable.auto.commit", True)).lower() in ("true", "1")
-
-
 def run(spec: dict[str, Any]) -> int:
     """Run the student's loop once, as the spec says; returns the exit code."""
     events = Events(spec["events"], spec["process"])
     point = CrashPoint.parse(spec["point"]) if spec.get("point") else None
     plan = KillPlan(events, point, spec.get("cycle", ()), spec.get("fault", "crash_consumer"))
+    stall = Stall(events, int(spec["stall"])) if spec.get("stall") else None
     try:
         fn = load_solution(spec["solution"], spec["function"], events)
     except StudentRaised:
@@ -508,7 +563,8 @@ def run(spec: dict[str, Any]) -> int:
     consumer_conf = {**spec["consumer"], **fn.consumer_settings,
                      "group.id": spec["group"]}
     client_conf = dict(consumer_conf)
-    if _auto_commit(consumer_conf):  # librdkafka's timer commits: seen as commits too
+    auto_commit = str(consumer_conf.get("enable.auto.commit", True)).lower()
+    if auto_commit in ("true", "1"):  # librdkafka's timer commits: seen as commits too
 
         def auto(err: KafkaError | None, offsets: list[TopicPartition]) -> None:
             if plan.owed_callbacks > 0:  # the report of a commit() already recorded
@@ -565,7 +621,7 @@ def run(spec: dict[str, Any]) -> int:
                                           if k != "group.id"))
     try:
         if spec.get("kind") == "handler":
-            run_handler(spec, events, consumer, fn.module, running, plan)
+            run_handler(spec, events, consumer, fn.module, running, plan, stall)
         else:
             call_student(events, spec["solution"], fn, StudentConsumer(
                 consumer, events, plan, left if spec.get("full_batches") else None),
@@ -573,7 +629,11 @@ def run(spec: dict[str, Any]) -> int:
     except StudentRaised:
         return RAISED
     events.write("end", counts=plan.counter.counts, detail="the loop returned")
-    consumer.close()
+    try:
+        consumer.close()
+    except KafkaException:  # a stalled member the group fenced: nothing left to close
+        if not (stall and stall.fired):
+            raise
     return 0
 
 

@@ -307,20 +307,32 @@ TRANSACTION_LOOP = Exercise(
 
 IDEMPOTENT_HANDLER = Exercise(
     id="06", name="idempotent_handler", chapter="06_side_effects", function="handle",
-    faults=("none", "kill_after_db", "lose_ack"),
+    # stall_consumer: two instances at once. The first stops (SIGSTOP) right before its
+    # first database write -- after whatever it read to decide -- a successor takes the
+    # partitions and handles the same messages, then the first resumes and finishes
+    # its call (grade.runner.Stage.overlap): a check outside the write's transaction
+    # was true when read and is false when it writes.
+    faults=("none", "kill_after_db", "lose_ack", "stall_consumer"),
     properties=(
         Property("one_row_each", "no message makes more than one row, however often it "
                  "is delivered or written", lambda c, f: c.get("duplicate_rows", 0) == 0,
                  "A message can reach your handler twice: redelivered after a crash "
                  "(same offset) or written twice upstream (another offset). What does "
                  "your handler remember, and is it the message's identity?",
-                 anomaly="duplicate_rows"),
+                 anomaly="duplicate_rows",
+                 fault_hints={"stall_consumer": "Here two instances handled the same "
+                              "message at once: yours was stalled after it read and "
+                              "before it wrote, while its successor handled the message. "
+                              "Was what your handler read still true when it wrote?"}),
         Property("no_missing_rows", "every message in the input has its row",
                  lambda c, f: c.get("missing_rows", 0) == 0,
                  "A crash can land between any two database commits: can your handler "
                  "remember a message as done while its row was never committed?",
                  anomaly="missing_rows"),
-        FINISHES,
+        replace(FINISHES, fault_hints={
+            "stall_consumer": "Here your handler raised when a stalled instance resumed "
+            "after its successor had handled the same message: finding another "
+            "instance's finished work is a normal case for a handler, not an error."}),
     ),
     kind="handler", params=("db", "message_id", "order", "where"),
     crash_faults=("kill_after_db",), boundaries=("db_commit",), depth=3,

@@ -15,6 +15,8 @@ Every run has the same shape, so that runs of different solutions compare:
    at once, as a restarted service would
    (so does it when ``stage-0`` raised under a live fault: whether that raise was right
    is the exercise's to say, :meth:`~deliverylab.grade.exercises.Exercise.hands_over`);
+   under the overlap fault (06's ``stall_consumer``) ``stage-0`` stops before a database
+   write and ``stage-1`` runs beside it, then ``stage-0`` resumes (:meth:`Stage.overlap`);
 4. the cluster is healed, the children's events become History ops, both topics are read
    back, and the run is judged -- only if it ran to its end with its crash placed
    (:func:`judge_state`): the Checker's counts and the exact redo bound decide each
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -41,13 +44,16 @@ from confluent_kafka import KafkaException
 
 from .. import checker as C
 from ..clients import TxnProducer
+from ..errors import TimedOut
 from ..history import History
 from ..modes import AT_LEAST_ONCE, TRANSACTIONAL
 from ..nemesis import Nemesis
 from ..readers import bounds, read_back
+from ..waiting import wait_until
 from .child import RAISED as RAISED_EXIT
 from .exercises import BROKEN, HUNG, JUDGED, RAISED, TIMEOUT, UNPLACED, Exercise
 from .search import (
+    STALL,
     CallCounter,
     CrashPoint,
     Offsets,
@@ -62,6 +68,16 @@ RECORDED = ("poll", "send", "commit", "fault", "begin_txn", "commit_txn", "abort
 
 #: Seconds one stage process may take before it is killed; its run is not judged.
 STAGE_TIMEOUT = 60.0
+
+#: The overlap fault (:data:`~deliverylab.grade.search.STALL`): how long the successor
+#: may stay inside one call into the student's code (setup, or the handler on any
+#: message) before the first instance resumes -- a successor still in it waits on a
+#: database lock the stalled one holds (``BEGIN IMMEDIATE``), which only its
+#: resumption frees (:func:`handed_over`); and the most
+#: a stall lasts when the group never hands the partition over (then the run is not
+#: judged: no overlap happened).
+HANDOFF_GRACE = 2.0
+STALL_CAP = 20.0
 
 #: Stage processes share one ``group.instance.id`` (measured: see the module's notes).
 STATIC = os.environ.get("DELIVERYLAB_GRADE_STATIC", "1") != "0"
@@ -251,6 +267,8 @@ class Stage:
         self.exercise, self.solution, self.cluster = exercise, solution, cluster
         self.source, self.sink, self.group, self.workdir = source, sink, group, workdir
         self.events = workdir / "events.jsonl"
+        #: Why the overlap fault's stalled instance resumed (:func:`handed_over`).
+        self.handover = ""
         #: The student's producer's client id: a live fault aims at its requests only.
         self.client_id = f"{group}-student"
         mode = TRANSACTIONAL if exercise.transactional else AT_LEAST_ONCE
@@ -286,15 +304,23 @@ class Stage:
 
     def run(self, process: str, plan: dict[str, Any]) -> tuple[str, str]:
         """Run one stage process to its end; returns (how it ended, error tail)."""
+        return self.finish(process, self.start(process, plan), time.monotonic())
+
+    def start(self, process: str, plan: dict[str, Any]) -> subprocess.Popen:
         from ..process.children import child_env, python_module
 
         spec = self.workdir / f"{process}.json"
         spec.write_text(json.dumps({**self.base, **plan, "process": process}))
         log = self.workdir / f"{process}.log"
-        proc = self.children.start(process, python_module("grade.child", str(spec)), log,
+        return self.children.start(process, python_module("grade.child", str(spec)), log,
                                    env=child_env())
+
+    def finish(self, process: str, proc: subprocess.Popen,
+               started: float) -> tuple[str, str]:
+        """Wait for a stage process started at ``started`` (STAGE_TIMEOUT in all)."""
+        log = self.workdir / f"{process}.log"
         try:
-            code = proc.wait(STAGE_TIMEOUT)
+            code = proc.wait(max(0.1, STAGE_TIMEOUT - (time.monotonic() - started)))
         except subprocess.TimeoutExpired:
             self.children.kill(proc)
             return "timeout", f"{process} still ran after {STAGE_TIMEOUT:.0f} s: killed"
@@ -308,6 +334,52 @@ class Stage:
             text = log.read_text(errors="replace").strip().splitlines()
             return "error", "\n".join(text[-12:])
         return "done", ""
+
+    def overlap(self) -> tuple[list[tuple[str, str, str]], str]:
+        """The overlap fault's run: ``stage-0`` stops itself before its first database
+        write (:class:`~deliverylab.grade.child.Stall`); ``stage-1`` starts, takes the
+        group's partitions (static membership: it fences the frozen member at once;
+        without, the frozen member's session runs out) and handles the same messages;
+        once it handled the stalled message (or once it has waited :data:`HANDOFF_GRACE`
+        inside one call into the student's code: on a lock the stalled one holds,
+        :func:`handed_over`), ``stage-0`` resumes and finishes
+        its call and batch. Returns the endings, first process first, and why the
+        overlap did not happen ("" when it did: the run is not judged otherwise)."""
+        t0 = time.monotonic()
+        # Both processes take a refused offset commit as the group moving on (the
+        # resumed one's consumer rejoins and may briefly take the member's place back).
+        first = self.start("stage-0", {"stall": 1, "fault": STALL, "overlap": True})
+        try:
+            try:
+                stalled = wait_until("stage-0 to stall or end", lambda: next(
+                    (e for e in self.read_events() if e["kind"] == "fault"
+                     and e.get("fault") == STALL), None) or first.poll() is not None,
+                    STAGE_TIMEOUT, interval=0.1)
+            except TimedOut:
+                self.children.kill(first)
+                return [("stage-0", "timeout", f"stage-0 neither stalled nor ended in "
+                         f"{STAGE_TIMEOUT:.0f} s: killed")], ""
+            if stalled is True:  # it ended without a write to stall at
+                return [("stage-0", *self.finish("stage-0", first, t0))], (
+                    "not judged: the grader could not place its stall: your handler made "
+                    "no database write (INSERT, UPDATE, DELETE, REPLACE) for its 1st message")
+            t1 = time.monotonic()
+            second = self.start("stage-1", {"overlap": True})
+            why = wait_until("the successor to handle the stalled message", lambda: (
+                handed_over(self.read_events(), stalled.get("message"), t1 + STALL_CAP)
+                or ("ended" if second.poll() is not None else "")),
+                STALL_CAP + 5, interval=0.1)
+        except BaseException:
+            _resume(first)
+            raise
+        _resume(first)
+        ending1 = self.finish("stage-1", second, t1)
+        ending0 = self.finish("stage-0", first, t0)
+        self.handover = why
+        unplaced = "" if why in ("handled", "locked") else (
+            "not judged: the successor did not get the stalled message within "
+            f"{STALL_CAP:.0f} s (the group did not hand the partition over)")
+        return [("stage-0", *ending0), ("stage-1", *ending1)], unplaced
 
     def read_events(self) -> list[dict[str, Any]]:
         if not self.events.exists():
@@ -351,6 +423,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     rows: list[str] | None = None
     committed: Offsets | None = None
     unread = ""  # why the group's offsets at the kill could not be read
+    unplaced = ""  # why the overlap fault did not happen
+    overlap: dict[str, str] = {}  # its stalled instance resumed because (the Run's plan)
     with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
         stage = Stage(exercise, solution, cluster, source, sink, group, Path(tmp))
         try:
@@ -366,7 +440,12 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 held = nemesis.hold_request(api="Produce", count=1,
                                             client_id=stage.client_id)
             endings: list[tuple[str, str, str]] = []
-            for i, p in enumerate([plan, {}] if plan or live else [{}]):
+            if fault == STALL:  # two instances at once: no crash plan, no live raise
+                endings, unplaced = stage.overlap()
+                errors += [err for _, _, err in endings if err]
+                overlap = {"handover": stage.handover}
+            for i, p in enumerate([] if fault == STALL else [plan, {}] if plan or live
+                                  else [{}]):
                 ended, err = stage.run(f"stage-{i}", p)
                 endings.append((f"stage-{i}", ended, err))
                 if err:
@@ -391,6 +470,9 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
             nemesis.heal()
             stage.close()
     state, reason = judge_state(events, endings, plan, live=exercise.hands_over(fault))
+    if state == JUDGED and unplaced:  # the overlap fault's stall, or its hand-over, missed
+        state, reason = UNPLACED, unplaced
+    plan = {**plan, **overlap}
     if state == JUDGED and held is not None and not held.handle.held:
         state, reason = UNPLACED, "not judged: no write of yours was held (none was made)"
     if state == JUDGED and unread:
@@ -437,6 +519,57 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
                time.monotonic() - t0, plan, errors, examples, positions, state=state,
                reason=reason, point=point.name if point else "", crash=crash)
+
+
+def handed_over(events: list[dict[str, Any]], message: str | None, cap_at: float,
+                now: float | None = None, successor: str = "stage-1") -> str:
+    """Is it time to resume the stalled instance, and why: "handled" (the successor
+    handled the stalled ``message``), "locked" (it has been inside one call into the
+    student's code for :data:`HANDOFF_GRACE` -- its ``setup(db)``, or its handler on
+    *any* message: it waits on a lock the stalled one holds), "cap" (past ``cap_at``:
+    the group never handed the partition over), or "" (not yet). Pure: unit-tested on
+    hand-written events.
+
+    Any message, not only the stalled one: the successor's first batch may come from
+    another partition, and a handler that takes the write lock before its check
+    (``BEGIN IMMEDIATE``) then waits there, on its first message, and never reaches
+    the stalled one until the stalled instance resumes (measured: the calibration's
+    3-broker cluster). A successor in ``setup(db)`` has subscribed, so its client has
+    joined the group in librdkafka's own thread and taken the partitions already."""
+    now = time.monotonic() if now is None else now
+    mine = [e for e in events if e.get("process") == successor]
+    if any(e["kind"] == "handled" and e.get("message") == message for e in mine):
+        return "handled"
+    since = in_call_since(mine)
+    if since is not None and now - since >= HANDOFF_GRACE:
+        return "locked"
+    return "cap" if now >= cap_at else ""
+
+
+def in_call_since(events: list[dict[str, Any]]) -> float | None:
+    """When one process's call into the student's code that has not returned began
+    (None: it is in none): its ``setup`` not followed by ``set_up``, or a message it
+    polled (the loop writes the ``poll`` right before the handler call) not followed by
+    its ``handled``. Events of one process, in the order it wrote them."""
+    open_at: tuple[str | None, float] | None = None
+    for e in events:
+        kind = e["kind"]
+        if kind == "setup":
+            open_at = (None, e["t"])
+        elif kind == "poll" and e.get("values"):
+            open_at = (e["values"][0], e["t"])
+        elif kind == "set_up" or (kind == "handled" and open_at is not None
+                                  and e.get("message") == open_at[0]):
+            open_at = None
+    return open_at[1] if open_at is not None else None
+
+
+def _resume(proc: subprocess.Popen) -> None:
+    """SIGCONT a stalled stage process (a no-op for one that is not stopped)."""
+    try:
+        os.kill(proc.pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
 
 
 def stored_offsets(events: list[dict[str, Any]], process: str = "stage-0") -> bool:

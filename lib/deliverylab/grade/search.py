@@ -217,6 +217,35 @@ def redo_beyond(redone: Iterable[str], allowed: Iterable[str]) -> list[str]:
     return [v for v in redone if v not in ok]
 
 
+#: The overlap fault (the registry's): a first instance of the student's handler is
+#: stopped right before its first database write of a message, a successor takes the
+#: group's partitions and handles the same messages, then the first one resumes
+#: (:class:`deliverylab.grade.child.Stall`, :meth:`deliverylab.grade.runner.Stage.overlap`).
+STALL = "stall_consumer"
+
+#: The statements that write rows (a ``WITH`` clause may lead any of them).
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def writes(sql: str) -> bool:
+    """Does this SQL text (one statement, or an ``executescript`` script) write rows?
+
+    Where the overlap fault stalls a handler: right before its first write of the
+    message, after whatever it read to decide (:mod:`deliverylab.grade.child`). Read by
+    each statement's first keyword, past any ``--`` comment, so that a read that merely
+    names a write's keyword (``SELECT replace(...)``) is no write."""
+    for statement in str(sql).split(";"):
+        lines = [ln.split("--", 1)[0] for ln in statement.splitlines()]
+        words = " ".join(lines).replace("(", " ").split()
+        if not words:
+            continue
+        first = words[0].upper()
+        if first in WRITES or (first == "WITH" and any(w.upper() in WRITES
+                                                        for w in words)):
+            return True
+    return False
+
+
 def _ends(statement: str) -> str:
     """"commit", "rollback" or "" for one SQL statement's text."""
     words = statement.strip().rstrip(";").split()

@@ -228,6 +228,8 @@ def test_the_handler_loop_calls_the_handler_per_message_and_records_database_com
     rows = sqlite3.connect(db_path).execute("SELECT order_id FROM orders").fetchall()
     assert sorted(r[0] for r in rows) == ["producer-0:0", "producer-0:1"]  # deduplicated
     got = read(tmp_path / "e.jsonl")
+    # setup(db)'s call is said, so the parent sees a successor waiting in it on a lock
+    assert [e["kind"] for e in got][:3] == ["setup", "set_up", "poll"]
     writes = [e for e in got if e["kind"] == "db_write"]
     # the redelivered batch's transactions wrote nothing: they are no database commits
     assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]]
@@ -346,3 +348,188 @@ def test_the_students_traceback_shows_their_frames_only(tmp_path: Path):
     f.write_text("import no_such_module_here\ndef consume_loop(c, p, o, r): pass\n")
     with pytest.raises(StudentRaised):  # module-level code is the student's too
         load_solution(str(f), "consume_loop", events)
+
+
+SOLUTIONS_06 = Path(__file__).resolve().parents[3] / "solutions" / "06_idempotent_handler"
+
+
+def _student(path: Path):
+    import types
+
+    module = types.ModuleType("student")
+    exec(path.read_text(), module.__dict__)
+    return module
+
+
+def test_the_stall_stops_the_process_before_its_first_write_of_the_planned_message(
+        tmp_path: Path, monkeypatch):
+    import signal
+    import sqlite3
+
+    import deliverylab.grade.child as child
+    from deliverylab.grade.child import Stall, StudentDatabase
+
+    sent: list[int] = []
+    monkeypatch.setattr(child.os, "kill", lambda pid, sig: sent.append(sig))
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    db = StudentDatabase(sqlite3.connect(tmp_path / "d.db"), events, stall=Stall(events, 2))
+    db.execute("CREATE TABLE t (a)")
+    db.armed = True
+    for n, value in ((1, "producer-0:0"), (2, "producer-0:1")):
+        db.count, db.message = n, value
+        db.execute("SELECT 1 FROM t WHERE a = ?", (value,)).fetchone()  # a read: no stall
+        assert sent == []
+        with db:
+            db.cursor().execute("INSERT INTO t VALUES (?)", (value,))
+        assert sent == ([signal.SIGSTOP] if n == 2 else [])
+    db.execute("INSERT INTO t VALUES (3)")  # once only
+    assert sent == [signal.SIGSTOP]
+    got = [e for e in read(tmp_path / "e.jsonl") if e["kind"] != "db_write"]
+    assert [(e["kind"], e.get("message")) for e in got] == [
+        ("fault", "producer-0:1"), ("resumed", "producer-0:1")]
+    assert got[0]["fault"] == "stall_consumer"
+    assert got[0]["words"].startswith("stalled before your first database write for "
+                                      "message #2")
+
+
+def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5) -> list[str]:
+    """The overlap fault's protocol with real SQLite, threads for processes: the first
+    instance's handler stops before its first write of the message; a successor
+    handles the same message meanwhile; the first resumes once the successor handled
+    it, or ``grace`` seconds later (the successor waits on its lock), and finishes its
+    call. Returns the orders' ids; raises what either handler raised."""
+    import sqlite3
+    import threading
+
+    import deliverylab.grade.child as child
+    from deliverylab.grade.child import Stall, StudentDatabase
+
+    path = tmp_path / "effects.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    conn.close()
+    module = _student(solution)
+    message, order = "producer-0:7", {"order_id": "producer-0:7", "amount": 7}
+    raised: list[BaseException] = []
+
+    def instance(name: str, stall: Stall | None) -> None:
+        events = Events(str(tmp_path / f"{name}.jsonl"), name)
+        db = StudentDatabase(sqlite3.connect(path, timeout=5), events, stall=stall)
+        try:
+            if hasattr(module, "setup"):
+                module.setup(db)
+                db.commit()
+            db.armed, db.count, db.message = True, 1, message
+            module.handle(db, message, order, ("in", 0, 7))
+        except BaseException as exc:  # noqa: BLE001 -- handed to the test
+            raised.append(exc)
+        finally:
+            db.close()
+
+    successor = threading.Thread(target=instance, args=("stage-1", None))
+
+    def stop(pid, sig):  # SIGSTOP: the successor runs while this one is stopped
+        successor.start()
+        successor.join(grace)
+
+    monkeypatch.setattr(child.os, "kill", stop)
+    instance("stage-0", Stall(Events(str(tmp_path / "stall.jsonl"), "stage-0"), 1))
+    successor.join(10)
+    assert not successor.is_alive(), "the successor never finished: a deadlock"
+    if raised:
+        raise raised[0]
+    assert read(tmp_path / "stall.jsonl")[0]["kind"] == "fault"  # the stall was placed
+    rows = sqlite3.connect(path).execute("SELECT order_id FROM orders").fetchall()
+    return [r[0] for r in rows]
+
+
+def _declared(path: Path) -> str:
+    """A wrong solution's EXPECTED_FAILURE, read without running it."""
+    import ast
+
+    return next((n.value.value for n in ast.parse(path.read_text()).body
+                 if isinstance(n, ast.Assign)
+                 and getattr(n.targets[0], "id", "") == "EXPECTED_FAILURE"), "")
+
+
+@pytest.mark.parametrize("solution", sorted(p.name for p in SOLUTIONS_06.glob("*.py")
+                                            if p.name == "reference.py"
+                                            or p.name.startswith("correct_")))
+def test_a_correct_handler_makes_one_row_when_two_instances_overlap(tmp_path: Path,
+                                                                    monkeypatch, solution):
+    # correct_begin_immediate holds the write lock through the stall: its successor
+    # waits at BEGIN IMMEDIATE until the first resumes (after the grace), then sees the
+    # mark; the others take no lock before their first write.
+    assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"]
+
+
+OVERLAP_WRONG = sorted(p.name for p in SOLUTIONS_06.glob("wrong_*.py")
+                       if _declared(p).startswith("stall_consumer x"))
+
+
+def test_the_overlap_faults_wrong_solutions_are_the_checks_outside_the_transaction():
+    assert OVERLAP_WRONG == ["wrong_check_then_insert.py", "wrong_select_inside_with.py"]
+
+
+@pytest.mark.parametrize("solution", OVERLAP_WRONG)
+def test_a_check_outside_the_writes_transaction_makes_two_rows_when_instances_overlap(
+        tmp_path: Path, monkeypatch, solution):
+    assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"] * 2
+
+
+def test_under_the_overlap_fault_a_refused_offset_commit_is_recorded_and_the_loop_goes_on(
+        tmp_path: Path):
+    import sqlite3
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    from deliverylab.grade.child import run_handler
+
+    db_path = tmp_path / "effects.db"
+    with sqlite3.connect(db_path) as db:
+        db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    module = _student(SOLUTIONS_06 / "reference.py")
+
+    class Refusing(FakeConsumer):
+        def consume(self, n, timeout):
+            return [FakeMsg(0), FakeMsg(1)]
+
+        def commit(self, **kw):
+            super().commit(**kw)
+            if len(self.commits) == 1:  # the group moved on: the batch is redelivered
+                raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
+
+    spec = {"database": str(db_path), "function": "handle"}
+    with pytest.raises(KafkaException):  # outside the overlap fault: the grader's error
+        run_handler(spec, Events(str(tmp_path / "a.jsonl"), "stage-1"), Refusing(), module,
+                    iter([True, False]).__next__)
+    consumer = Refusing()
+    run_handler({**spec, "overlap": True}, Events(str(tmp_path / "e.jsonl"), "stage-1"),
+                consumer, module, iter([True, True, False]).__next__)
+    commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
+    assert [c["outcome"] for c in commits] == ["fail", "ok"]
+    assert "UNKNOWN_MEMBER_ID" in commits[0]["error"]
+    assert len(consumer.commits) == 2
+
+
+def test_a_stalled_instance_ends_right_after_the_call_it_stalled_in(tmp_path: Path,
+                                                                   monkeypatch):
+    import sqlite3
+
+    import deliverylab.grade.child as child
+    from deliverylab.grade.child import Stall, run_handler
+
+    monkeypatch.setattr(child.os, "kill", lambda pid, sig: None)  # resumed at once
+    db_path = tmp_path / "effects.db"
+    with sqlite3.connect(db_path) as db:
+        db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
+    consumer = FakeConsumer()  # hands over 10 messages a call, for ever
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    run_handler({"database": str(db_path), "function": "handle", "overlap": True}, events,
+                consumer, _student(SOLUTIONS_06 / "reference.py"), lambda: True,
+                stall=Stall(events, 2))
+    got = read(tmp_path / "e.jsonl")
+    assert [e["message"] for e in got if e["kind"] == "handled"] == [
+        "producer-0:0", "producer-0:1"]
+    assert [tp.offset for tp in consumer.commits[0]["offsets"]] == [1, 2]
+    assert len(consumer.commits) == 1

@@ -542,3 +542,131 @@ def test_run_once_fails_finishes_when_04s_loop_raises_on_the_abortable_error(mon
     assert run.passed == {"nothing_lost": None, "exactly_once": None, "finishes": False}
     fail = Report(ex04, sol, [run]).failures()[0]
     assert fail["property"] == "finishes" and "txn_requires_abort()" in fail["hint"]
+
+
+def test_the_stalled_instance_resumes_once_its_successor_handled_or_waits_on_its_lock():
+    from deliverylab.grade.runner import HANDOFF_GRACE, handed_over
+
+    m = "producer-0:0"
+    polled = {"process": "stage-1", "kind": "poll", "values": [m], "t": 100.0}
+    handled = {"process": "stage-1", "kind": "handled", "message": m, "t": 100.1}
+    assert handed_over([], m, cap_at=120, now=101) == ""  # the successor has not got it
+    assert handed_over([polled], m, cap_at=120, now=100.5) == ""
+    assert handed_over([polled, handled], m, cap_at=120, now=100.2) == "handled"
+    # polled and not handled for the grace: it waits on the stalled one's lock
+    assert handed_over([polled], m, cap_at=120, now=100 + HANDOFF_GRACE) == "locked"
+    # the stalled one's own events, or another message's, say nothing
+    other = [{**polled, "process": "stage-0"}, {**handled, "message": "producer-0:1"}]
+    assert handed_over(other, m, cap_at=120, now=110) == ""
+    assert handed_over(other, m, cap_at=120, now=120) == "cap"
+
+
+def test_the_stalled_instance_resumes_when_its_successor_waits_in_any_call_of_the_students():
+    """A successor whose first batch came from another partition waits on the stalled
+    one's write lock (BEGIN IMMEDIATE) in its handler on *that* message, or in its
+    setup: it never polls the stalled message until the stalled one resumes."""
+    from deliverylab.grade.runner import HANDOFF_GRACE, handed_over, in_call_since
+
+    m = "producer-0:0"  # the stalled message, on partition 0
+
+    def ev(kind, t, **f):
+        return {"process": "stage-1", "kind": kind, "t": t, **f}
+
+    first = ev("poll", 100.0, values=["producer-1:0"])  # partition 1's message first
+    done = ev("handled", 100.1, message="producer-1:0")
+    assert in_call_since([first]) == 100.0
+    assert handed_over([first], m, cap_at=120, now=100 + HANDOFF_GRACE - 0.1) == ""
+    assert handed_over([first], m, cap_at=120, now=100 + HANDOFF_GRACE) == "locked"
+    # handled in time, and back in consume(): in no call of the student's
+    assert in_call_since([first, done]) is None
+    assert handed_over([first, done], m, cap_at=120, now=110) == ""
+    # the next message's call is open: timed from its own poll
+    second = ev("poll", 105.0, values=["producer-1:1"])
+    assert in_call_since([first, done, second]) == 105.0
+    assert handed_over([first, done, second], m, cap_at=120, now=106) == ""
+    # a setup that waits (a write in setup(db)), until it returns
+    setup, set_up = ev("setup", 100.0), ev("set_up", 100.5)
+    assert handed_over([setup], m, cap_at=120, now=100 + HANDOFF_GRACE) == "locked"
+    assert in_call_since([setup, set_up]) is None
+    assert handed_over([setup, set_up], m, cap_at=120, now=110) == ""
+    # the stalled instance's own open call says nothing about the successor
+    assert handed_over([{**first, "process": "stage-0"}], m, cap_at=120, now=110) == ""
+
+
+def overlapped(monkeypatch, events, endings, rows, unplaced=""):
+    """run_once of exercise 06 under the overlap fault, its cluster, processes and
+    read-back stood in: the plumbing from events and rows to verdicts runs for real."""
+    from deliverylab.grade import runner
+    from deliverylab.history import Read
+
+    values = [f"producer-0:{i}" for i in range(3)]
+
+    def write_input(cluster, topic, sizes, history, process="producer-0"):
+        for i, v in enumerate(values):
+            history.record("producer-0", "send", "ok", [v], topic=topic, partition=0,
+                           offset=i)
+
+    class FakeStage:
+        client_id = "student"
+        handover = "handled"
+
+        def __init__(self, *args):
+            self.src = args[3]
+
+        def overlap(self):
+            return endings, unplaced
+
+        def run(self, process, plan):
+            raise AssertionError("the overlap fault runs its two instances at once")
+
+        def read_events(self):
+            return [{"t": i * 0.01, **e} for i, e in enumerate(events)]
+
+        def rows(self):
+            return rows
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(runner, "write_input", write_input)
+    monkeypatch.setattr(runner, "Nemesis", FakeNemesis)
+    monkeypatch.setattr(runner, "Stage", FakeStage)
+    monkeypatch.setattr(runner, "read_back", lambda cluster, topics, isolation: [
+        Read(topics[0], 0, i, v) for i, v in enumerate(values)])
+    return runner, values
+
+
+def test_run_once_judges_two_overlapping_instances_by_the_rows(monkeypatch, tmp_path):
+    ex = exercise("06")
+    sol = tmp_path / "s.py"
+    sol.write_text("def handle(db, message_id, order, where): pass\n")
+    done = [("stage-0", "done", ""), ("stage-1", "done", "")]
+    stall = {"process": "stage-0", "kind": "fault", "fault": "stall_consumer",
+             "outcome": "info", "message": "producer-0:0",
+             "words": "stalled before your first database write for message #1"}
+    polls = [{"process": p, "kind": "poll", "values": [f"producer-0:{i}"], "topic": "in",
+              "partition": 0, "offset": i} for p, i in (("stage-0", 0), ("stage-1", 0),
+                                                         ("stage-1", 1), ("stage-1", 2))]
+    values = [f"producer-0:{i}" for i in range(3)]
+    runner, _ = overlapped(monkeypatch, [stall, *polls], done, values)
+    run = runner.run_once(ex, sol, "stall_consumer", 1, FakeCluster())
+    assert run.state == JUDGED and run.ok
+    assert run.crash.startswith("stalled before your first database write")
+    assert run.plan == {"handover": "handled"}  # why the stalled instance resumed
+    # the stalled instance wrote its row after its successor had: two rows, one message
+    runner, _ = overlapped(monkeypatch, [stall, *polls], done, [*values, values[0]])
+    run = runner.run_once(ex, sol, "stall_consumer", 1, FakeCluster())
+    assert run.state == JUDGED and run.passed["one_row_each"] is False
+    assert run.examples["duplicate_rows"] == [{"value": values[0]}]
+    assert "stalled after it read" in ex.prop("one_row_each").hint_for("stall_consumer")
+    # no overlap happened: the grader's problem, not judged
+    runner, _ = overlapped(monkeypatch, polls, done, values,
+                                unplaced="not judged: no write to stall at")
+    run = runner.run_once(ex, sol, "stall_consumer", 1, FakeCluster())
+    assert run.state == UNPLACED and set(run.passed.values()) == {None}
+    # a handler that raised on resuming is the student's: finishes fails
+    raised = {"process": "stage-0", "kind": "raised", "detail": "IntegrityError"}
+    runner, _ = overlapped(monkeypatch, [stall, *polls, raised],
+                                [("stage-0", "raised", ""), ("stage-1", "done", "")], values)
+    run = runner.run_once(ex, sol, "stall_consumer", 1, FakeCluster())
+    assert run.state == RAISED and run.passed["finishes"] is False

@@ -314,3 +314,25 @@ def test_a_read_only_transaction_or_a_rollback_is_no_commit(db):
     conn.rollback()
     done, new = look(conn, seen, last)
     assert not done and new == conn.total_changes  # the rolled-back rows are forgotten
+
+
+@pytest.mark.parametrize("sql, wrote", [
+    ("INSERT INTO orders VALUES (?, ?)", True),
+    ("  insert or ignore into processed (message_id) values (?)", True),
+    ("REPLACE INTO t VALUES (1)", True),
+    ("UPDATE t SET a = 1", True),
+    ("DELETE FROM t", True),
+    ("WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", True),
+    ("BEGIN IMMEDIATE; INSERT INTO t VALUES (1); COMMIT", True),  # a script
+    ("-- INSERT in a comment\nSELECT 1", False),
+    ("SELECT replace(order_id, 'a', 'b') FROM orders", False),
+    ("SELECT 1 FROM handled WHERE message_id = ?", False),
+    ("BEGIN IMMEDIATE", False),
+    ("COMMIT", False),
+    ("CREATE TABLE IF NOT EXISTS t (a)", False),
+    ("", False),
+])
+def test_writes_names_the_statements_that_write_rows(sql, wrote):
+    from deliverylab.grade.search import writes
+
+    assert writes(sql) is wrote

@@ -9,7 +9,8 @@ student writes it because "look before you write" is how one prevents duplicates
 hand, and a unique constraint looks redundant after the check.
 """
 
-EXPECTED_FAILURE = "stall_consumer x one_row_each"  # guess: the overlapping-instances fault
+#: The cell of the grade that must catch this solution (the calibration test reads it).
+EXPECTED_FAILURE = "stall_consumer x one_row_each"
 
 
 def setup(db):
