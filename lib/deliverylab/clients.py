@@ -26,10 +26,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from .errors import LabError, bad_value
+from .errors import LabError, TimedOut, bad_value
 from .history import History, outcome_of
 from .modes import TRANSACTIONAL, DeliveryMode
 from .values import ValueId, encode, key
+from .waiting import wait_until
 
 LOGGER = logging.getLogger("deliverylab.librdkafka")
 LOGGER.addHandler(logging.NullHandler())
@@ -330,6 +331,26 @@ class Fenced(LabError):
         self.code = code
 
 
+#: Seconds a topic just created may stay unknown to the broker a new client asks: the
+#: controller has it and the broker that answered ``create_topic`` too, another broker's
+#: metadata cache lags (by seconds on a loaded machine: seen in a cold test run).
+TOPIC_KNOWN_WITHIN = 15.0
+
+
+def _topic_metadata(client: Any, topic: str, timeout: float) -> Any:
+    """The topic's metadata once the broker ``client`` asks knows it, or None after
+    ``timeout`` (then it does not exist: the caller names the bad value)."""
+    def known() -> Any:
+        meta = client.list_topics(topic, timeout=5).topics.get(topic)
+        return meta if meta is not None and meta.error is None and meta.partitions else None
+
+    try:
+        return wait_until(f"metadata of topic {topic!r}", known, timeout,
+                          retry=(KafkaException,))
+    except TimedOut:
+        return None
+
+
 class TxnProducer:
     """A transactional producer you drive by hand: :meth:`begin`, :meth:`write`,
     :meth:`commit`, :meth:`abort`. Every op is recorded in ``history`` with the
@@ -359,8 +380,8 @@ class TxnProducer:
         self.producer = Producer(config(self.bootstrap, **{
             **mode.producer, "transactional.id": self.transactional_id,
             "transaction.timeout.ms": int(transaction_timeout_ms)}))
-        meta = self.producer.list_topics(topic, timeout=timeout).topics.get(topic)
-        if meta is None or meta.error is not None or not meta.partitions:
+        meta = _topic_metadata(self.producer, topic, min(timeout, TOPIC_KNOWN_WITHIN))
+        if meta is None:
             raise bad_value("topic", topic, "an existing topic")
         self.partitions = len(meta.partitions)
         self.seq = 0

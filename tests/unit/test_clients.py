@@ -244,3 +244,27 @@ def test_a_commit_still_timing_out_after_every_attempt_raises():
 def test_end_transaction_names_a_bad_how():
     with pytest.raises(ValueError, match="'commit' or 'abort'"):
         end_transaction(_Ending(), "rollback")
+
+
+class _Metadata:
+    """What ``list_topics(topic)`` answers: unknown to this broker ``unknown`` times."""
+
+    def __init__(self, unknown: int) -> None:
+        self.unknown, self.asked = unknown, 0
+
+    def list_topics(self, topic, timeout):
+        from types import SimpleNamespace
+
+        self.asked += 1
+        if self.asked <= self.unknown:
+            err = SimpleNamespace(str=lambda: "Broker: Unknown topic or partition")
+            return SimpleNamespace(topics={topic: SimpleNamespace(error=err, partitions={})})
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions={0: 0})})
+
+
+def test_a_topic_a_lagging_broker_does_not_know_yet_is_waited_for_then_none_if_never():
+    from deliverylab.clients import _topic_metadata
+
+    lagging = _Metadata(unknown=2)
+    assert _topic_metadata(lagging, "t", 5).partitions == {0: 0} and lagging.asked == 3
+    assert _topic_metadata(_Metadata(unknown=10**6), "t", 0.3) is None

@@ -68,13 +68,14 @@ def wait_until(what: str, probe: Callable[[], object], deadline: Deadline | floa
     """The package's one wait (:func:`deliverylab.waiting.wait_until`) as a cluster's
     waits use it: start-up steps, failovers, ISR recovery, restarts.
 
-    A ``KafkaException`` from ``probe`` means "the cluster is not there yet" (asked
-    again, named on timeout), and the timeout is :class:`ClusterNotReady`, which callers
-    of the cluster catch. ``explain`` gives the cause when there is one to name (e.g.
-    the controller quorum has no leader).
+    A ``KafkaException`` from ``probe``, or an admin request's ``TimeoutError`` (a broker
+    too busy to answer within the probe's own bound: seen on a loaded machine), means
+    "the cluster is not there yet" (asked again, named on timeout), and the timeout is
+    :class:`ClusterNotReady`, which callers of the cluster catch. ``explain`` gives the
+    cause when there is one to name (e.g. the controller quorum has no leader).
     """
     return waiting.wait_until(what, probe, deadline, check, interval, explain,
-                              retry=(KafkaException,), error=ClusterNotReady)
+                              retry=(KafkaException, TimeoutError), error=ClusterNotReady)
 
 
 def wait_ready(bootstrap: str, brokers: int, deadline: Deadline,

@@ -102,6 +102,22 @@ def test_the_cluster_s_wait_asks_again_after_a_kafka_error_and_raises_cluster_no
     assert isinstance(err.value, TimedOut)
 
 
+
+def test_an_admin_request_that_timed_out_is_asked_again_not_raised():
+    """A broker too busy to answer a probe's request in its own bound (a future's
+    ``TimeoutError``, seen at start-up on a loaded machine) is "not yet"."""
+    from deliverylab.cluster.ready import wait_until
+
+    answers = iter([TimeoutError(), TimeoutError(), "ready"])
+
+    def probe() -> str:
+        answer = next(answers)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    assert wait_until("the topic", probe, 5, interval=0.01) == "ready"
+
 def test_work_run_aside_holds_neither_its_result_nor_the_process_exit() -> None:
     """An early init that lost the race may go on for 30 s: the process that started the
     cluster exits at once all the same, and the Future carries a result or an error."""
