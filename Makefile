@@ -56,8 +56,10 @@ lint: $(DEPS)
 # hubs, /tmp compared before and after) then run alone; the lab image only they need is
 # built beside the parallel part. PYTEST_ARGS narrows both parts.
 TEST_WORKERS ?= 3
-test: setup lint
-	bash scripts/test-suite.sh $(abspath $(BIN))/python $(TEST_WORKERS) $(PYTEST_ARGS)
+# The set-up runs inside the script, beside the first part of the lab image's build.
+test:
+	SETUP="$(MAKE) --no-print-directory setup lint" \
+	    bash scripts/test-suite.sh $(abspath $(BIN))/python $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # make test as on a machine that has never run the lab (what CI runs): an empty private
 # cache and image tags of its own, removed afterwards (scripts/cold-run.sh says why).

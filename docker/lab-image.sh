@@ -13,6 +13,8 @@
 # A second run finds the image (its label records the inputs) and does nothing.
 #
 #   docker/lab-image.sh        build if needed; prints the image name last
+#   docker/lab-image.sh --base only the local Debian base it would build on (needs no
+#                              .venv and no jars: the test suite starts it before set-up)
 # DELIVERYLAB_LAB_BASE=<image> builds on that base with PyPI (what compose does).
 # DELIVERYLAB_IMAGE_SUFFIX=-x tags this image and its local base ...:<tag>-x (a CI run
 # builds its own from nothing, then removes them).
@@ -39,6 +41,11 @@ if [ -z "$BASE" ] && docker image inspect python:3.11-slim-bookworm >/dev/null 2
 fi
 OFFLINE=0
 [ -n "$BASE" ] || { BASE="$LOCAL_BASE"; OFFLINE=1; }
+
+if [ "${1:-}" = --base ]; then
+    [ "$OFFLINE" = 0 ] || bash "$HERE/debian-base.sh" "$LOCAL_BASE"
+    exit
+fi
 
 # What the image is made of: the course's files (contents and modes), the Dockerfile,
 # the scripts that build it (this one included: a change to how it builds rebuilds it),

@@ -9,7 +9,13 @@
 # The solo part's fixture then finds the image up to date (the image's label records its
 # inputs), or builds it itself if the build beside failed; either way it says so.
 #
-#   scripts/test-suite.sh PYTHON WORKERS [PYTEST ARGS...]
+# The build starts even before the set-up (SETUP, e.g. `make setup lint`): its first
+# part (the engine, debootstrap, the Debian base image) needs neither the venv nor the
+# jars, and the set-up leaves most of a core idle (pip, downloads); a cold run's
+# debootstrap moves out of the parallel part's busiest minutes. The image itself (its
+# offline bundle is made of the venv's wheels and the cache's jars) follows the set-up.
+#
+#   [SETUP="make setup lint"] scripts/test-suite.sh PYTHON WORKERS [PYTEST ARGS...]
 # With pytest arguments (a narrowed run), nothing is built beside: the run may not need it.
 # DELIVERYLAB_PREBUILD=0 turns the build beside off.
 set -uo pipefail
@@ -20,10 +26,12 @@ WORKERS="$2"
 shift 2
 
 mkdir -p build
+base_pid=""
 prebuild_pid=""
 stop_prebuild() {
-    # Nothing outlives the suite: the build beside runs in a process group of its own.
-    [ -n "$prebuild_pid" ] && kill -TERM -- "-$prebuild_pid" 2>/dev/null
+    # Nothing outlives the suite: the build beside runs in process groups of its own.
+    for pid in $base_pid $prebuild_pid; do kill -TERM -- "-$pid" 2>/dev/null; done
+    base_pid=""
     prebuild_pid=""
 }
 trap stop_prebuild EXIT INT TERM
@@ -31,16 +39,28 @@ trap stop_prebuild EXIT INT TERM
 lock="${TMPDIR:-/tmp}/deliverylab-tests-docker.lock"  # the docker fixtures' lock (conftest)
 if [ $# -eq 0 ] && [ "${DELIVERYLAB_PREBUILD:-1}" != 0 ]; then
     # The engine and debootstrap under the fixtures' lock (two apt-gets or two dockerds
-    # must not race); the image itself outside it, so the parallel part's broker image
-    # and containers never wait for it. --close: the lock's descriptor is not handed to
-    # the command, or the dockerd it starts would hold the lock for its whole life (a
-    # cold CI run's docker tests waited 1800 s on it).
+    # must not race); the base and the image outside it, so the parallel part's broker
+    # image and containers never wait for them. --close: the lock's descriptor is not
+    # handed to the command, or the dockerd it starts would hold the lock for its whole
+    # life (a cold CI run's docker tests waited 1800 s on it).
     setsid bash -c "
         flock --close '$lock' bash -c 'bash docker/engine.sh && { command -v debootstrap >/dev/null \
             || [ \"\$(id -u)\" != 0 ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }' \
-        && PYTHON='$PY' bash docker/lab-image.sh" >build/prebuild.log 2>&1 </dev/null &
+        && bash docker/lab-image.sh --base" >build/prebuild.log 2>&1 </dev/null &
+    base_pid=$!
+    echo "test suite: building the lab image beside the set-up and the parallel part (log: build/prebuild.log)"
+fi
+
+if [ -n "${SETUP:-}" ]; then
+    $SETUP || exit $?
+fi
+
+if [ -n "$base_pid" ]; then
+    # The image once its base is made (or failed: then this fails too, and the solo
+    # part's fixture builds it itself and says why).
+    setsid bash -c "while kill -0 $base_pid 2>/dev/null; do sleep 1; done
+        PYTHON='$PY' bash docker/lab-image.sh" >>build/prebuild.log 2>&1 </dev/null &
     prebuild_pid=$!
-    echo "test suite: building the lab image beside the parallel part (log: build/prebuild.log)"
 fi
 
 # One test at a time to whichever worker is free, in conftest's order (the longest
