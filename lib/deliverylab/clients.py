@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -329,6 +330,47 @@ class Fenced(LabError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+#: Seconds a consumer's close may take before it is let go (:func:`close_consumer`).
+CLOSE_WITHIN = 30.0
+#: Warnings about closes let go, for whoever wants to see them (a test, a notebook).
+CLOSE_LOG = logging.getLogger("deliverylab.close")
+
+
+def close_consumer(consumer: Any, timeout: float = CLOSE_WITHIN) -> bool:
+    """Close a group consumer, letting go of it if librdkafka never returns.
+
+    Why not ``consumer.close()``: closing a consumer that still holds an assignment runs
+    its rebalance callback from inside the close, and confluent-kafka's callback asks
+    ``rd_kafka_rebalance_protocol()``, a request to the group's queue that a terminating
+    group may never answer: the close then blocks forever (librdkafka issue #4041,
+    confluent-kafka-go #1016; seen here once, in chapter 02b's eager run through a hub:
+    ``Consumer_close`` -> ``rd_kafka_poll_cb`` -> ``Consumer_rebalance_cb`` ->
+    ``rd_kafka_rebalance_protocol``, on confluent-kafka 2.16.1 / librdkafka 2.16.0).
+    The close runs in a thread of its own; after ``timeout`` seconds the lab goes on (the
+    broker ends the member's session by its timeout) and says so on ``CLOSE_LOG``.
+    Returns whether the close returned. An error the close raises is raised here.
+    """
+    raised: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            consumer.close()
+        except BaseException as exc:  # handed to the caller's thread below
+            raised.append(exc)
+
+    worker = threading.Thread(target=close, name="lab-consumer-close", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        CLOSE_LOG.warning("a consumer's close did not return within %.0f s (librdkafka "
+                          "#4041: its rebalance callback waits on a terminating group); "
+                          "let go, its session times out on the broker", timeout)
+        return False
+    if raised:
+        raise raised[0]
+    return True
 
 
 #: Seconds a topic just created may stay unknown to the broker a new client asks: the

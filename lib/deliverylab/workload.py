@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from . import values as V
-from .clients import Recorder, bootstrap_of, config, end_transaction, is_fencing
+from .clients import (
+    Recorder,
+    bootstrap_of,
+    close_consumer,
+    config,
+    end_transaction,
+    is_fencing,
+)
 from .errors import LabError, bad_value
 from .history import History
 from .modes import DeliveryMode
@@ -375,7 +382,7 @@ class Pipeline:
                 self._commit_txn(producer, consumer, _offset_list(pending), txn)
         finally:
             if not self.report.crashed:
-                consumer.close()
+                close_consumer(consumer)
         for name, value in (("crash_after", crash_after), ("stall_after", stall_after)):
             if value is not None and self.report.processed < value and not self.report.fenced:
                 raise LabError(f"{self.process} processed only {self.report.processed} "
@@ -451,7 +458,7 @@ class Pipeline:
         where = CRASH_POINTS[self.mode.commit].replace("_", " ")
         self.history.record(self.process, "fault", "info", fault="crash_consumer",
                             detail=f"{self.process} crashes ({where})")
-        consumer.close()
+        close_consumer(consumer)
         self.zombie = producer
         return self.report
 

@@ -268,3 +268,30 @@ def test_a_topic_a_lagging_broker_does_not_know_yet_is_waited_for_then_none_if_n
     lagging = _Metadata(unknown=2)
     assert _topic_metadata(lagging, "t", 5).partitions == {0: 0} and lagging.asked == 3
     assert _topic_metadata(_Metadata(unknown=10**6), "t", 0.3) is None
+
+
+class _Closing:
+    def __init__(self, hang: bool = False, error: Exception | None = None) -> None:
+        import threading as th
+
+        self.release, self.hang, self.error, self.closed = th.Event(), hang, error, False
+
+    def close(self) -> None:
+        if self.hang:
+            self.release.wait(5)
+        if self.error is not None:
+            raise self.error
+        self.closed = True
+
+
+def test_a_consumer_close_that_never_returns_is_let_go_and_said(caplog):
+    from deliverylab.clients import close_consumer
+
+    assert close_consumer(_Closing()) is True
+    stuck = _Closing(hang=True)
+    with caplog.at_level("WARNING", logger="deliverylab.close"):
+        assert close_consumer(stuck, timeout=0.2) is False
+    assert "#4041" in caplog.text and not stuck.closed
+    stuck.release.set()
+    with pytest.raises(RuntimeError, match="boom"):
+        close_consumer(_Closing(error=RuntimeError("boom")))

@@ -235,7 +235,9 @@ class Instance:
             except KafkaException as exc:
                 # E.g. evicted after a stall: the partitions are another member's now.
                 self.emit("commit", "fail", detail=detail, error=exc.args[0].name())
-        self.consumer.close()
+        from ..clients import close_consumer
+
+        close_consumer(self.consumer)
         note(self.name, "stopped")
 
 

@@ -40,7 +40,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from ... import values as V
 from ...checker import pipeline_exactly_once
-from ...clients import config
+from ...clients import close_consumer, config
 from ...errors import LabError, bad_value
 from ...waiting import wait_until
 
@@ -152,7 +152,7 @@ def _successor(bootstrap: str, source: str, sink: str, group: str) -> list[str]:
                 position = msg.offset() + 1
         producer.flush(30)
     finally:
-        consumer.close()
+        close_consumer(consumer)
     return done
 
 

@@ -447,7 +447,7 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
     """
     from confluent_kafka import Producer
 
-    from ...clients import config
+    from ...clients import close_consumer, config
 
     if strategy not in STRATEGIES:
         raise bad_value("strategy", strategy, " or ".join(map(repr, STRATEGIES)))
@@ -510,7 +510,7 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
         producer.flush(10)
         for m in group:
             m.thread.join(10)
-            m.consumer.close()
+            close_consumer(m.consumer)
     timeline = sorted(run.timeline, key=lambda e: e.t)
     stall = next(e.t for e in timeline if e.kind == "stall")
     wake = next(e.t for e in timeline if e.kind == "wake")
