@@ -284,7 +284,7 @@ NOT_WAITS = {
                                                     "offset",
     "chapters.exactly_once_sources.window:stream": "paces a writer, a chunk per pace_s: "
                                                    "awaits nothing",
-    "chapters.transactions.live_zombie:instance": "the zombie's consume-transform-produce loop",
+    "chapters.transactions.zombie:instance": "the zombie's consume-transform-produce loop",
     "chapters.consumer_groups.rebalance:stall_in_group": "drives the producer at its rate "
                                                          "through the stall",
     "chapters.consumer_groups.rebalance:_loop": "a group member's consume loop (its stall "
@@ -349,7 +349,7 @@ NOT_READ_BACKS = {
     "lib/deliverylab/chapters/at_least_once/autocommit.py:_successor":
         "the group's successor, processing from its committed offset: what chapter 02 "
         "shows",
-    "lib/deliverylab/chapters/cost_of_guarantees/measure.py:latency":
+    "lib/deliverylab/chapters/cost_of_guarantees/costs.py:latency":
         "times each record from the topic's end as it arrives: a measurement",
 }
 
@@ -427,6 +427,20 @@ def test_every_chapter_has_one_kit_named_after_it_and_no_flat_module():
     flat = sorted(p.name for p in (LIB / "chapters").glob("*.py") if p.name != "__init__.py")
     assert not flat, f"flat modules in chapters/ (a chapter's code goes in its kit): {flat}"
     assert sorted(set(NO_KIT) - set(chapters)) == [], "NO_KIT names a chapter that is gone"
+
+
+def test_no_kit_exports_the_name_of_one_of_its_modules():
+    # Importing chapters/<topic>/x.py binds `x` on the package: a kit exporting a name `x`
+    # too would hand out the module or the function depending on who imported first.
+    import importlib
+
+    broken = []
+    for init in sorted((LIB / "chapters").glob("*/__init__.py")):
+        kit = importlib.import_module(f"deliverylab.chapters.{init.parent.name}")
+        modules = {p.stem for p in init.parent.glob("*.py")} - {"__init__"}
+        broken += [f"chapters/{init.parent.name}: exports {name!r}, also a module's name"
+                   for name in sorted(set(kit.__all__) & modules)]
+    assert not broken, broken
 
 
 def test_every_notebook_reaches_its_kit_one_way():

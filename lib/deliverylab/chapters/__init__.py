@@ -25,13 +25,16 @@ Chapter 00 (the tour) has no kit: it runs the vocabulary alone.
 :func:`lazy_names` serves a kit one of whose modules is also a child process's
 ``__main__`` (02's auto-committing consumer, 04's zombie instances): its package must not
 import that module before ``python -m`` runs it, so its names load on first use.
-``tests/unit/test_layout.py`` keeps the rule: one kit per chapter, named after it, and no
-flat module here.
+A kit exports no name of one of its own modules: importing a submodule binds its name on
+the package, so ``kit.measure`` would be the function or the module depending on who
+imported what first. ``tests/unit/test_layout.py`` keeps the rules: one kit per chapter,
+named after it, no flat module here, no name shared by a kit and one of its modules.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +47,9 @@ def lazy_names(package: str, names: dict[str, tuple[str, str]]) -> Callable[[str
             raise AttributeError(f"the kit {package} has no {name!r}; it has "
                                  + ", ".join(sorted(names)))
         module, attr = names[name]
-        return getattr(importlib.import_module(f".{module}", package), attr)
+        value = getattr(importlib.import_module(f".{module}", package), attr)
+        # Bound on the package, so the next access does not come here again.
+        setattr(sys.modules[package], name, value)
+        return value
 
     return __getattr__

@@ -6,7 +6,7 @@ The notebook reaches it one way, ``from deliverylab.chapters import at_least_onc
 - ``kit.lost_ack_duplicate(...)``: a produce whose acknowledgement is lost, two copies
   without idempotence (:mod:`.lost_ack`; chapter 03 runs it again, idempotent);
 - ``kit.client_defaults()``: both clients' defaults that decide a guarantee, read from
-  the clients on this machine (:mod:`.client_defaults`);
+  the clients on this machine (:mod:`.defaults`);
 - ``kit.default_consumer_crash(...)``: the default, auto-committing consumer crashed in
   a real process after its commit timer fired (:mod:`.autocommit`).
 
@@ -26,7 +26,7 @@ _NAMES = {
     "default_consumer_crash": ("autocommit", "default_consumer_crash"),
     "AutoCommitCrash": ("autocommit", "AutoCommitCrash"),
     "STORES": ("autocommit", "STORES"),
-    "client_defaults": ("client_defaults", "table"),
+    "client_defaults": ("defaults", "table"),
 }
 
 __getattr__ = lazy_names(__name__, _NAMES)

@@ -2,7 +2,7 @@
 measured on the cluster in front of you.
 
 The notebook reaches it one way, ``from deliverylab.chapters import cost_of_guarantees
-as kit``: ``kit.variants``, ``kit.measure``, ``kit.published`` (:mod:`.measure`, which
+as kit``: ``kit.variants``, ``kit.measure``, ``kit.published`` (:mod:`.costs`, which
 ``bench/guarantees.py`` shares), ``kit.row_of``, ``kit.BASELINE`` and the other
 statistics (:mod:`.stats`), ``kit.plot``, ``kit.plot_ctp`` (:mod:`.plots`), and
 ``kit.side_by_side``: the same variants with the Java client beside librdkafka
@@ -12,7 +12,7 @@ statistics (:mod:`.stats`), ``kit.plot``, ``kit.plot_ctp`` (:mod:`.plots`), and
 from __future__ import annotations
 
 from .client_bench import side_by_side
-from .measure import PUBLISHED, Costs, Variant, measure, published, variants
+from .costs import PUBLISHED, Costs, Variant, measure, published, variants
 from .plots import plot, plot_ctp
 from .stats import (
     ACKS0_NOISE,

@@ -7,7 +7,7 @@ variants with each, alternating them on the same cluster:
 
 * Java: Kafka's own ``ProducerPerformance`` tool (``kafka-producer-perf-test.sh``), from
   the pinned tools jars; its final line gives records/s and latency percentiles;
-* librdkafka: :func:`.measure.throughput`, the loop chapter 08 measures with.
+* librdkafka: :func:`.costs.throughput`, the loop chapter 08 measures with.
 
 One more librdkafka variant tests an explanation rather than a client: librdkafka's
 ``max.in.flight.requests.per.connection`` defaults to 1,000,000 (Java: 5), and
@@ -179,7 +179,7 @@ def side_by_side(cluster: Any, size: int = 1024, records: int = 60_000,
     """
     from ...clients import bootstrap_of
     from ...modes import AT_LEAST_ONCE, IDEMPOTENT, TRANSACTIONAL
-    from .measure import Variant, throughput
+    from .costs import Variant, throughput
 
     if not (isinstance(reps, int) and reps >= 1):
         raise bad_value("reps", reps, "a whole number >= 1")

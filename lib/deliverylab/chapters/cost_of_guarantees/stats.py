@@ -1,6 +1,6 @@
 """Chapter 08's statistics, pure (no cluster, no Spark): percentiles, the median over
 repetitions, each figure's ratio to at-least-once, and the shapes the chapter asserts.
-:mod:`.measure` measures; this judges the numbers.
+:mod:`.costs` measures; this judges the numbers.
 """
 
 from __future__ import annotations

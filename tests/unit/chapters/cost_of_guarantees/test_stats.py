@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliverylab.chapters.cost_of_guarantees.measure import (
+from deliverylab.chapters.cost_of_guarantees.costs import (
     acked_before_replicated,
     published,
     variants,
@@ -128,7 +128,7 @@ def test_published_figures_sit_beside_the_same_ratio_measured_here():
 
 
 def test_plots_draw_from_the_rows_alone():
-    from deliverylab.chapters.cost_of_guarantees.measure import Costs
+    from deliverylab.chapters.cost_of_guarantees.costs import Costs
     from deliverylab.chapters.cost_of_guarantees.plots import plot, plot_ctp
 
     trials = [_trial(v.name, r, 1000 + 10 * r, e2e95=5.0 * (i + 1))

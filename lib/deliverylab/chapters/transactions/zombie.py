@@ -11,7 +11,7 @@ partitions in a rebalance while it was paused holds a stale generation, and the 
 coordinator refuses its offsets.
 
 The choreography, each instance a process of its own (``python -m
-deliverylab.chapters.transactions.live_zombie SPEC``):
+deliverylab.chapters.transactions.zombie SPEC``):
 
 1. ``instance-a`` copies batches in transactions; in its ``pause_at``-th transaction,
    after its records are written (acknowledged, uncommitted) and its offsets and group
@@ -51,7 +51,7 @@ from ...values import decode
 from ...workload import ProducerWorkload
 
 #: This module as each instance runs it (``python -m deliverylab.<_MODULE>``).
-_MODULE = "chapters.transactions.live_zombie"
+_MODULE = "chapters.transactions.zombie"
 #: The classic group protocol's session floor on the broker (group.min.session.timeout.ms,
 #: 6 s by default): the group evicts a silent member after this long.
 SESSION_TIMEOUT_MS = 6000

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from deliverylab.chapters.transactions.live_zombie import GENERATION_FENCING, _stopped, judge
+from deliverylab.chapters.transactions.zombie import GENERATION_FENCING, _stopped, judge
 from deliverylab.history import History, Read
 
 IN, OUT = "zin", "zout"

@@ -1,9 +1,9 @@
-"""client_defaults: the Java table parser and the rows, on recorded dumps; and the
+"""defaults: the Java table parser and the rows, on recorded dumps; and the
 live librdkafka dump (no broker needed: a fresh configuration of the loaded library)."""
 
 import pytest
 
-from deliverylab.chapters.at_least_once import client_defaults as cd
+from deliverylab.chapters.at_least_once import defaults as cd
 
 JAVA_HTML = """
 <li>
