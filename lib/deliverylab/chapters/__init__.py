@@ -1,5 +1,5 @@
-"""Chapter kits: one package per chapter, named after its notebook (``labs/NN_<name>``
--> ``chapters/<name>/``), holding the choreographies that chapter runs on the shared
+"""Chapter kits: one package per chapter, named after its notebook (``labs/NN_<topic>``
+-> ``chapters/<topic>/``), holding the choreographies that chapter runs on the shared
 vocabulary. Only notebooks, tests, benches and graders import them.
 
 A notebook reaches its kit one way, beside the facade::
