@@ -446,6 +446,9 @@ def test_no_kit_exports_the_name_of_one_of_its_modules():
 def test_every_notebook_reaches_its_kit_one_way():
     # `import deliverylab as dl` for the vocabulary, `from deliverylab.chapters import
     # <topic> as kit` for the chapter's own code; no chapter's code is a dl. name.
+    import importlib
+    from types import ModuleType
+
     import deliverylab
 
     facade = [f"dl.{name} -> {module}" for name, module in
@@ -462,6 +465,16 @@ def test_every_notebook_reaches_its_kit_one_way():
         others = len(re.findall(r"deliverylab\.chapters", code)) - len(kits)
         if others:
             broken.append(f"{name} reaches chapters/ {others} other way(s) besides `kit`")
+        # ... and every name it calls is there: a `dl.bugs.` left by a merge, or a kit
+        # name that became a module's, fails here rather than minutes into a chapter.
+        kit = importlib.import_module(f"deliverylab.chapters.{kits[0]}") if kits else None
+        broken += [f"{name}: kit.{n} is not a name of its kit" for n in
+                   sorted(set(re.findall(r"(?<![\w.])kit\.(\w+)", code)))
+                   if kit is None or isinstance(getattr(kit, n, None), (ModuleType,
+                                                                       type(None)))]
+        broken += [f"{name}: dl.{n} is not a name of the facade" for n in
+                   sorted(set(re.findall(r"(?<![\w.])dl\.(\w+)", code)))
+                   if not hasattr(deliverylab, n)]
     assert not broken, broken
 
 
