@@ -2,7 +2,7 @@
 
 Run: ``PYTHONPATH=lib .venv/bin/python bench/guarantees.py`` (through the heavy queue;
 about 5 minutes with the defaults on 2 cores). The same measuring function as chapter
-08 (:func:`deliverylab.chapters.cost_of_guarantees.measure`): one 3-broker cluster, every
+08 (:func:`deliverylab.chapters.cost_of_guarantees.costs.measure`): one 3-broker cluster, every
 variant -- acks=0,
 acks=1, acks=all (at-least-once), idempotent, transactional at 10 ms / 100 ms / 1 s
 commit intervals -- at 100 B / 1 KB / 10 KB records, alternating round-robin so a noisy
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
-from deliverylab.chapters.cost_of_guarantees import measure  # noqa: E402
+from deliverylab.chapters.cost_of_guarantees.costs import measure  # noqa: E402
 from deliverylab.cluster import Cluster  # noqa: E402
 
 

@@ -35,8 +35,8 @@ DOCKER_DIR = Path(__file__).resolve().parents[1] / "docker"
 # pytest-xdist reports a worker killed by a signal as one line ("worker 'gw0' crashed
 # while running ..."); faulthandler's stack dump goes to the worker's stderr, interleaved
 # with the other worker's output, and a CI excerpt cut it off (it happened: a SIGSEGV in
-# tests/integration/chapters/test_kafka_bugs.py with only two frames of it visible). So
-# each worker dumps into a file of its own, and the crash report carries the dump.
+# tests/integration/chapters/kafka_bugs/test_reproductions.py with only two frames of it
+# visible). So each worker dumps into a file of its own, and the crash report carries the dump.
 CRASHES = Path(ARTIFACTS) / "crashes"
 _CRASH_FILE = pytest.StashKey[Any]()
 

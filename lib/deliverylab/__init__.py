@@ -5,9 +5,10 @@ a ``Proxy`` and the ``Nemesis`` inject the faults of one registry (``FAULTS``), 
 ``Workload`` writes unique values and records a ``History``, a ``Checker`` judges it,
 an ``Inspector`` shows topics in Spark, a ``Scenario`` runs one mode under one fault.
 
-Chapters import one name, as d2l's do::
+Chapters import one name, as d2l's do, and their own chapter's kit beside it::
 
     import deliverylab as dl
+    from deliverylab.chapters import at_least_once as kit  # this chapter's own code
     cluster = dl.Cluster.start(brokers=3, proxy=True)
 
 Submodules load on first use (``dl.Inspector`` starts no Spark until called, and
@@ -48,24 +49,17 @@ _MODULES: dict[str, str] = {
     "notebook.chapter": "Chapter what_you_saw self_check",
     "notebook.predict": "Prediction reveal",
     "notebook.questions": "predict",
-    "chapters.recipes": "lost_ack_duplicate acked_then_lost partitioned_leader",
-    "chapters.side_effects": "run_fault fleet_buttons",
-    "chapters.live_zombie": "live_zombie",
-    "chapters.exactly_once_sources": "Runs SourceFile fence_from_python",
-    "chapters.exactly_once_panel": "ConnectPanel plot_copies",
+    "cluster.tools": "feature_level",
 }
 #: ``dl.<name>`` for a module itself (``dl.plots.timeline``): the name the chapters use ->
-#: the module's path. Chapter kits keep their short names (``dl.bugs``, ``dl.cost``).
+#: the module's path. A chapter's own code is no ``dl.`` name: the notebook imports its
+#: kit beside the facade, ``from deliverylab.chapters import <chapter> as kit``.
 _SUBMODULES: dict[str, str] = {
     "matrix": "matrix",
     "plots": "notebook.plots",
     "figures": "notebook.figures",
     "params": "notebook.params",
     "questions": "notebook.questions",
-    "streaming_scene": "chapters.spark_pipeline",
-    "dbviews": "chapters.side_effects",
-    "cost": "chapters.cost_of_guarantees",
-    "bugs": "chapters.kafka_bugs",
     "connect": "connect",
     # a callable module: dl.grade("02") grades, dl.grade.EXERCISES lists the exercises
     "grade": "grade",
@@ -77,7 +71,7 @@ __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:  # a module itself: dl.plots, dl.params, dl.bugs
+    if name in _SUBMODULES:  # a module itself: dl.plots, dl.params
         return importlib.import_module(f".{_SUBMODULES[name]}", __name__)
     module = _EXPORTS.get(name)
     if module is None:

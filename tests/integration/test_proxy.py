@@ -1,6 +1,7 @@
 """The fault proxy and the Nemesis on the shared real 3-broker cluster (the ``cluster``
 fixture of tests/conftest.py, healed after each test). The recipes built on them are
-tested in tests/integration/chapters/test_recipes.py."""
+tested in tests/integration/chapters/at_most_once/test_recipes.py and
+at_least_once/test_lost_ack.py."""
 
 from __future__ import annotations
 

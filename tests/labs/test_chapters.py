@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from deliverylab.chapters.live_zombie import GENERATION_FENCING
+from deliverylab.chapters.transactions.zombie import GENERATION_FENCING
 from deliverylab.classroom import course
 from deliverylab.notebook.chapter import number
 from deliverylab.notebook.questions import COST_VARIANTS

@@ -20,13 +20,17 @@ which do work every round, and no consumer assigned partitions by hand (a read-b
 its own) outside ``readers.py`` but the named ``NOT_READ_BACKS``, in lib, tests and
 bench, and no JSON-lines log appended or Op turned into a record by hand outside
 ``history.py`` (whose ``OpLog`` is every child process's log of its ops) but the named
-``NOT_OP_LOGS``. The graph is read from the source (``ast``), so a test
+``NOT_OP_LOGS``; and one kit per chapter: every chapter in ``labs/`` has one package
+``chapters/<topic>/`` named after it (but the named ``NO_KIT``), reached from its notebook
+one way (``from deliverylab.chapters import <topic> as kit``), and ``chapters/`` holds no
+flat module. The graph is read from the source (``ast``), so a test
 fails on the line that breaks a rule, before anything runs.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -278,8 +282,9 @@ NOT_WAITS = {
                                                         "batch",
     "chapters.at_least_once.autocommit:_successor": "processes records until the end "
                                                     "offset",
-    "chapters.connect_window:stream": "paces a writer, a chunk per pace_s: awaits nothing",
-    "chapters.live_zombie:instance": "the zombie's consume-transform-produce loop",
+    "chapters.exactly_once_sources.window:stream": "paces a writer, a chunk per pace_s: "
+                                                   "awaits nothing",
+    "chapters.transactions.zombie:instance": "the zombie's consume-transform-produce loop",
     "chapters.consumer_groups.rebalance:stall_in_group": "drives the producer at its rate "
                                                          "through the stall",
     "chapters.consumer_groups.rebalance:_loop": "a group member's consume loop (its stall "
@@ -344,9 +349,8 @@ NOT_READ_BACKS = {
     "lib/deliverylab/chapters/at_least_once/autocommit.py:_successor":
         "the group's successor, processing from its committed offset: what chapter 02 "
         "shows",
-    "lib/deliverylab/chapters/cost_of_guarantees.py:latency": "times each record from "
-                                                              "the topic's end as it "
-                                                              "arrives: a measurement",
+    "lib/deliverylab/chapters/cost_of_guarantees/costs.py:latency":
+        "times each record from the topic's end as it arrives: a measurement",
 }
 
 
@@ -387,6 +391,91 @@ def test_the_top_level_holds_only_the_facade_and_the_vocabulary():
                            "schedule", "scenario", "matrix"}
     top = {p.stem for p in LIB.glob("*.py")} - {"__init__"}
     assert top == vocabulary, sorted(top ^ vocabulary)
+
+
+#: Chapters with no kit, each with why: they run the shared vocabulary alone.
+NO_KIT = {"00_tour": "the tour runs the vocabulary alone (dl.Cluster, dl.Nemesis, dl.check)"}
+LABS = LIB.parents[1] / "labs"
+KIT_IMPORT = re.compile(r"^from deliverylab\.chapters import (\w+) as kit\b", re.M)
+
+
+def _chapters() -> dict[str, str]:
+    """Each chapter's name -> its topic, the kit's name (``02b_consumer_groups`` ->
+    ``consumer_groups``), from the notebooks in labs/."""
+    from deliverylab.notebook.chapter import CHAPTER_NAME, chapter_names
+
+    return {name: CHAPTER_NAME.fullmatch(name).group(2) for name in chapter_names(LABS)}
+
+
+def _code(notebook: Path) -> str:
+    cells = json.loads(notebook.read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def test_every_chapter_has_one_kit_named_after_it_and_no_flat_module():
+    # One kit per chapter, so a chapter's code is found from its name: chapters/<topic>/.
+    chapters = _chapters()
+    assert len(chapters) >= 10 and "02b_consumer_groups" in chapters  # the reader sees them
+    kits = {p.parent.name for p in (LIB / "chapters").glob("*/__init__.py")}
+    missing = sorted(f"{name}: no chapters/{topic}/ package; add its kit, or name the "
+                     "chapter in NO_KIT with why it needs none"
+                     for name, topic in chapters.items()
+                     if topic not in kits and name not in NO_KIT)
+    assert not missing, missing
+    stray = sorted(kits - {topic for name, topic in chapters.items() if name not in NO_KIT})
+    assert not stray, f"chapters/ packages no chapter is named after (or in NO_KIT): {stray}"
+    flat = sorted(p.name for p in (LIB / "chapters").glob("*.py") if p.name != "__init__.py")
+    assert not flat, f"flat modules in chapters/ (a chapter's code goes in its kit): {flat}"
+    assert sorted(set(NO_KIT) - set(chapters)) == [], "NO_KIT names a chapter that is gone"
+
+
+def test_no_kit_exports_the_name_of_one_of_its_modules():
+    # Importing chapters/<topic>/x.py binds `x` on the package: a kit exporting a name `x`
+    # too would hand out the module or the function depending on who imported first.
+    import importlib
+
+    broken = []
+    for init in sorted((LIB / "chapters").glob("*/__init__.py")):
+        kit = importlib.import_module(f"deliverylab.chapters.{init.parent.name}")
+        modules = {p.stem for p in init.parent.glob("*.py")} - {"__init__"}
+        broken += [f"chapters/{init.parent.name}: exports {name!r}, also a module's name"
+                   for name in sorted(set(kit.__all__) & modules)]
+    assert not broken, broken
+
+
+def test_every_notebook_reaches_its_kit_one_way():
+    # `import deliverylab as dl` for the vocabulary, `from deliverylab.chapters import
+    # <topic> as kit` for the chapter's own code; no chapter's code is a dl. name.
+    import importlib
+    from types import ModuleType
+
+    import deliverylab
+
+    facade = [f"dl.{name} -> {module}" for name, module in
+              [*deliverylab._EXPORTS.items(), *deliverylab._SUBMODULES.items()]
+              if module.split(".")[0] == "chapters"]
+    assert not facade, f"the facade exports chapter code (import the kit instead): {facade}"
+    broken = []
+    for name, topic in _chapters().items():
+        code = _code(LABS / f"{name}.ipynb")
+        kits = KIT_IMPORT.findall(code)
+        expected = [] if name in NO_KIT else [topic]
+        if kits != expected:
+            broken.append(f"{name} imports kits {kits}; expected {expected}")
+        others = len(re.findall(r"deliverylab\.chapters", code)) - len(kits)
+        if others:
+            broken.append(f"{name} reaches chapters/ {others} other way(s) besides `kit`")
+        # ... and every name it calls is there: a `dl.bugs.` left by a merge, or a kit
+        # name that became a module's, fails here rather than minutes into a chapter.
+        kit = importlib.import_module(f"deliverylab.chapters.{kits[0]}") if kits else None
+        broken += [f"{name}: kit.{n} is not a name of its kit" for n in
+                   sorted(set(re.findall(r"(?<![\w.])kit\.(\w+)", code)))
+                   if kit is None or isinstance(getattr(kit, n, None), (ModuleType,
+                                                                       type(None)))]
+        broken += [f"{name}: dl.{n} is not a name of the facade" for n in
+                   sorted(set(re.findall(r"(?<![\w.])dl\.(\w+)", code)))
+                   if not hasattr(deliverylab, n)]
+    assert not broken, broken
 
 
 #: Modules that append JSON lines to a file but are not ``history.py``, each with why it

@@ -1,2 +1,55 @@
-"""Chapter kits, one per lab (named after ``labs/NN_<name>``): the choreographies a
-chapter runs, on the shared vocabulary. Only notebooks, tests and benches import them."""
+"""Chapter kits: one package per chapter, named after its notebook (``labs/NN_<topic>``
+-> ``chapters/<topic>/``), holding the choreographies that chapter runs on the shared
+vocabulary. Only notebooks, tests, benches and graders import them.
+
+A notebook reaches its kit one way, beside the facade::
+
+    import deliverylab as dl                                       # the vocabulary
+    from deliverylab.chapters import at_least_once as kit          # this chapter's code
+
+``dl.<name>`` is the engine (``dl.Cluster``, ``dl.Nemesis``, ``dl.feature_level``);
+``kit.<name>`` is this chapter's own code. No chapter's code is a ``dl.`` name.
+
+Code two chapters share lives in the kit of the chapter that introduces it, and the
+later chapter imports it from there; machinery moves down into the engine instead:
+
+- the recipes start in chapter 01 (``at_most_once/recipes.py``: the failover recipes
+  and the helpers every recipe shares); chapter 02's lost-ack recipe
+  (``at_least_once/lost_ack.py``) is written on those helpers, and chapter 03's kit
+  (``idempotent_producer``) re-exports that recipe from 02's, which introduces it;
+- a cluster's feature level (``kafka-features describe``), read by 01 and 09, is
+  machinery, not a choreography: it is ``cluster.tools.feature_level``.
+
+Chapter 00 (the tour) has no kit: it runs the vocabulary alone.
+
+:func:`lazy_names` serves a kit one of whose modules is also a child process's
+``__main__`` (02's auto-committing consumer, 04's zombie instances): its package must not
+import that module before ``python -m`` runs it, so its names load on first use.
+A kit exports no name of one of its own modules: importing a submodule binds its name on
+the package, so ``kit.measure`` would be the function or the module depending on who
+imported what first. ``tests/unit/test_layout.py`` keeps the rules: one kit per chapter,
+named after it, no flat module here, no name shared by a kit and one of its modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def lazy_names(package: str, names: dict[str, tuple[str, str]]) -> Callable[[str], Any]:
+    """A kit's module ``__getattr__``: ``names`` maps each name the kit exports to (its
+    module in the package, its name there), imported on first use."""
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"the kit {package} has no {name!r}; it has "
+                                 + ", ".join(sorted(names)))
+        module, attr = names[name]
+        value = getattr(importlib.import_module(f".{module}", package), attr)
+        # Bound on the package, so the next access does not come here again.
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

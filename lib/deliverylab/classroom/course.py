@@ -82,8 +82,8 @@ SMALL: dict[str, dict[str, Any]] = {
     # The defaults: the student's mid-stream kills come after 150 of 200 lines, the
     # exactly-once one with a 3 s transaction interval (a commit lands before it).
     "07_exactly_once_sources": {"lines": 200, "interval_ms": 3000},
-    # Each reproduction once (tests/integration/chapters/test_kafka_bugs.py runs each 5
-    # times), Java once.
+    # Each reproduction once (tests/integration/chapters/kafka_bugs/test_reproductions.py
+    # runs each 5 times), Java once.
     "09_kafka_bugs": {"runs": 1, "java_runs": 1, "matrix_seeds": 1},
 }
 

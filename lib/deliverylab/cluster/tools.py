@@ -16,10 +16,12 @@ type (bootstrap filled in) and ``cluster.tool("kafka-topics", "--list")`` runs i
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import LabError, bad_value
 from ..runtime import classpaths, jars
@@ -132,6 +134,23 @@ def run(name: str, *args: str, bootstrap: str | None = None, timeout: float = 12
                        f"{lines[-1] if lines else 'no output'} (command: "
                        f"{command_line(name, *args, bootstrap=bootstrap)})")
     return done.stdout
+
+
+def feature_level(cluster: Any, feature: str) -> int:
+    """The cluster's finalized level of a metadata ``feature``, as ``kafka-features
+    describe`` reports it (e.g. ``transaction.version``: 2 on a new 4.1 cluster, KIP-890
+    part 2; ``eligible.leader.replicas.version``: chapter 01, KIP-966).
+
+    Here, beside the tools, because it is machinery two chapters read (01 its ELR level,
+    09 its transaction version): a chapter's kit imports it, and a notebook reaches it as
+    ``dl.feature_level``. ``cluster`` is anything with ``tool(name, *args)``
+    (:meth:`~deliverylab.cluster.Cluster.tool`)."""
+    out = cluster.tool("kafka-features", "describe")
+    found = re.search(rf"Feature:\s*{re.escape(feature)}\s.*?FinalizedVersionLevel:\s*(\d+)",
+                      out)
+    if found is None:
+        raise LabError(f"kafka-features describe did not list {feature}: {out!r}")
+    return int(found.group(1))
 
 
 def main(argv: list[str] | None = None) -> int:

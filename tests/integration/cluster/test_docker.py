@@ -141,11 +141,11 @@ class TestCluster:
     def test_lost_ack_recipe_makes_a_duplicate_and_idempotence_prevents_it(self, cluster,
                                                                            topic):
         # Early in the class: before kills and partitions move leaders around.
-        from deliverylab.chapters import recipes
+        from deliverylab.chapters.at_least_once.lost_ack import lost_ack_duplicate
 
-        result = recipes.lost_ack_duplicate(cluster, topic)
+        result = lost_ack_duplicate(cluster, topic)
         assert result.copies == 2, str(result)
-        safe = recipes.lost_ack_duplicate(cluster, topic + "-idem", idempotent=True)
+        safe = lost_ack_duplicate(cluster, topic + "-idem", idempotent=True)
         assert safe.copies == 1, str(safe)
 
     def test_ports_published_on_loopback_only_and_names_are_private(self, cluster):
@@ -242,7 +242,7 @@ class TestCluster:
     @pytest.mark.parametrize("acks,lost", [(1, 4), ("all", 0)])
     def test_a_partitioned_leader_loses_what_it_acked_alone_only_with_acks_1(
             self, cluster, topic, acks, lost):
-        from deliverylab.chapters import recipes
+        from deliverylab.chapters.at_most_once import recipes
 
         result = recipes.partitioned_leader(cluster, topic, acks=acks, count=4)
         assert len(result.acked) == 4, str(result)  # acks=all: by the new leader

@@ -90,7 +90,7 @@ RUNS = 2  # k runs of each claim; every one must show it
 
 @pytest.fixture(scope="module")
 def runs(kafka: Cluster):
-    from deliverylab.chapters.exactly_once_sources import Runs
+    from deliverylab.chapters.exactly_once_sources.sources import Runs
     from deliverylab.nemesis import Nemesis
 
     return Runs(kafka, Nemesis(kafka), lines=LINES)

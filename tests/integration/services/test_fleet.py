@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from deliverylab.chapters.side_effects import run_fault
+from deliverylab.chapters.side_effects.runs import run_fault
 from deliverylab.cluster import Cluster
 from deliverylab.nemesis import Nemesis
 from deliverylab.services.fleet import SideEffects

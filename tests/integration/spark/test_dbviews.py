@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from deliverylab.chapters.side_effects import per_message, run_fault, table
+from deliverylab.chapters.side_effects.runs import per_message, run_fault, table
 from deliverylab.cluster import Cluster
 from deliverylab.history import History
 from deliverylab.nemesis import Nemesis

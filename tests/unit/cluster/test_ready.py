@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from deliverylab.chapters import recipes
+from deliverylab.chapters.at_most_once import recipes
 from deliverylab.cluster.ready import aside, wait_whole
 from deliverylab.errors import ClusterNotReady
 

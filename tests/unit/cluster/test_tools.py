@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deliverylab.cluster import tools
-from deliverylab.errors import BadValue
+from deliverylab.errors import BadValue, LabError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,3 +46,28 @@ def test_every_console_script_points_at_a_launcher_for_its_own_tool():
 def test_help_lists_the_tools(capsys):
     assert tools.main(["--help"]) == 0
     assert "kafka-consumer-groups" in capsys.readouterr().err
+
+
+#: ``kafka-features describe`` as Kafka 4.1.1 prints it (two features).
+FEATURES = ("Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
+            "FinalizedVersionLevel: 0\tEpoch: 5\n"
+            "Feature: transaction.version\tSupportedMinVersion: 0\t"
+            "SupportedMaxVersion: 2\tFinalizedVersionLevel: 2\tEpoch: 5\n")
+
+
+class _Features:
+    """A cluster whose ``kafka-features describe`` answers :data:`FEATURES`."""
+
+    def tool(self, name: str, *args: str) -> str:
+        assert (name, args) == ("kafka-features", ("describe",))
+        return FEATURES
+
+
+def test_any_feature_level_is_read_by_its_exact_name():
+    cluster = _Features()
+    assert tools.feature_level(cluster, "kraft.version") == 0
+    assert tools.feature_level(cluster, "transaction.version") == 2
+    with pytest.raises(LabError, match="eligible.leader.replicas.version"):
+        tools.feature_level(cluster, "eligible.leader.replicas.version")
+    with pytest.raises(LabError):  # a prefix is not the feature
+        tools.feature_level(cluster, "transaction")

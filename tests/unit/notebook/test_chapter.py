@@ -136,7 +136,7 @@ AFTER_REVEAL: dict[str, tuple[str, ...]] = {
     "05_spark_pipeline": ("duplicates exactly that batch",),
     "07_exactly_once_sources": ("lines after the last committed offset",),
     "08_cost_of_guarantees": ("grows with the commit interval",),
-    "09_kafka_bugs": ("committed by transaction 1", "dl.bugs.BUGS",
+    "09_kafka_bugs": ("committed by transaction 1", "kit.BUGS",
                       "lands in the next transaction"),
 }
 

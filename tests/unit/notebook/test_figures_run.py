@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from deliverylab.chapters.recipes import AckedThenLostResult, LostAckResult
+from deliverylab.chapters.at_least_once.lost_ack import LostAckResult
+from deliverylab.chapters.at_most_once.recipes import AckedThenLostResult
 from deliverylab.errors import BadValue
 from deliverylab.notebook import figures
 from deliverylab.spark.query import BatchLog

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliverylab.chapters.side_effects import fleet_buttons
+from deliverylab.chapters.side_effects.runs import fleet_buttons
 from deliverylab.errors import BadValue
 from deliverylab.faults import FAULTS
 from deliverylab.notebook.params import SPECS
