@@ -200,6 +200,61 @@ def consumer_stall(run: Any = None, history: Any = None, save: Save = None) -> F
     return finish(fig, save)
 
 
+#: chapter 2b's group of three on six partitions, consumer-2 the staller: each
+#: strategy's owners after the eviction and after the rejoin, as (partition, how it got
+#: there): "kept" (never revoked), "back" (revoked, handed back to the same member),
+#: "moved" (a new owner), "idle" (its owner stalls, still a member: nobody reads it).
+#: An example assignment (range for eager, cooperative-sticky's balanced move), what
+#: chapter 2b's run measures in revoke callbacks and pauses.
+_REBALANCES = {
+    "eager": ({"consumer-0": "0b 1b 2m", "consumer-1": "3b 4m 5m", "consumer-2": ""},
+              {"consumer-0": "0b 1b", "consumer-1": "2m 3b", "consumer-2": "4m 5m"}),
+    "cooperative-sticky": ({"consumer-0": "0k 1k 4m", "consumer-1": "2k 3k 5m",
+                            "consumer-2": ""},
+                           {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
+                            "consumer-2": "4m 5m"}),
+    "static membership": ({"consumer-0": "0k 1k", "consumer-1": "2k 3k",
+                           "consumer-2": "4i 5i"},
+                          {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
+                           "consumer-2": "4k 5k"}),
+}
+
+
+def rebalance_strategies(save: Save = None) -> Figure:
+    """02b: who holds which partition after a member's stall and after its rejoin,
+    under the eager and cooperative-sticky strategies and static membership."""
+    fig, ax = canvas(4.7, 12.6, -1.6, "One member of three stalls: who holds what "
+                     "(an example assignment)")
+    kinds = {"k": (COLORS["record"], "kept: never revoked"),
+             "b": (COLORS["pending"], "revoked, handed back to the same member"),
+             "m": (COLORS["info"], "moved: a new owner (after the revoke)"),
+             "i": (GREY, "nobody reads it: its owner stalls")}
+    ax.text(0.02, 11.4, "Before: consumer-0 holds 0 1, consumer-1 2 3, consumer-2 4 5; "
+            "then consumer-2 stalls.", ha="left", va="center", fontsize=FONT)
+    columns = ((0.42, "after max.poll.interval.ms"), (0.76, "consumer-2 polls again"))
+    for x, head in columns:
+        ax.text(x, 10.5, head, ha="center", va="center", fontsize=FONT, fontweight="bold")
+    w = 0.035
+    for row, (strategy, states) in enumerate(_REBALANCES.items()):
+        top = 9.4 - 3.3 * row
+        ax.text(0.02, top - 1.0, strategy, ha="left", va="center", fontsize=FONT,
+                fontweight="bold")
+        for (x, _), owners in zip(columns, states, strict=True):
+            for line, (member, held) in enumerate(owners.items()):
+                y = top - line
+                ax.text(x - 0.045, y, member, ha="right", va="center", fontsize=FONT)
+                if not held:
+                    ax.text(x - 0.03, y, "left the group", ha="left", va="center",
+                            fontsize=FONT, style="italic", color="#555555")
+                    continue
+                parts = held.split()
+                cells(ax, x - 0.03, y, w, [q[0] for q in parts],
+                      [kinds[q[1]][0] for q in parts], height=0.75, numbers=False)
+    key(ax, 0.02, 0.0, [kinds["k"], kinds["b"]], step=0.5)
+    key(ax, 0.5, 0.0, [kinds["m"], kinds["i"]], step=0.5)
+    return finish(fig, save)
+
+
 # --- 03: the idempotent producer ---------------------------------------------------------
 
 
@@ -458,7 +513,7 @@ BY_CHAPTER = {
     "00": ("cluster",),
     "01": ("high_watermark",),
     "02": ("lost_ack_retry", "commit_after_process"),
-    "02b": ("consumer_stall",),
+    "02b": ("consumer_stall", "rebalance_strategies"),
     "03": ("idempotent_retry",),
     "04": ("transaction_log", "ctp_loop"),
     "05": ("spark_checkpoint",),
