@@ -200,59 +200,43 @@ def consumer_stall(run: Any = None, history: Any = None, save: Save = None) -> F
     return finish(fig, save)
 
 
-#: chapter 2b's group of three on six partitions, consumer-2 the staller: each
-#: strategy's owners after the eviction and after the rejoin, as (partition, how it got
-#: there): "kept" (never revoked), "back" (revoked, handed back to the same member),
-#: "moved" (a new owner), "idle" (its owner stalls, still a member: nobody reads it).
-#: An example assignment (range for eager, cooperative-sticky's balanced move), what
-#: chapter 2b's run measures in revoke callbacks and pauses.
+def _held(text: str) -> list[tuple[int, str]]:
+    return [(int(q[:-1]), q[-1]) for q in text.split()]
+
+
+#: chapter 2b's group (three members, six partitions, consumer-2 the staller): each
+#: member's partitions before the stall, after the eviction and after the rejoin, with
+#: how each got there (:data:`.figures_run.HOLDING`). An example assignment: range for
+#: eager, cooperative-sticky's balanced move; chapter 2b's run draws its own.
+_BEFORE = {"consumer-0": "0k 1k", "consumer-1": "2k 3k", "consumer-2": "4k 5k"}
 _REBALANCES = {
-    "eager": ({"consumer-0": "0b 1b 2m", "consumer-1": "3b 4m 5m", "consumer-2": ""},
+    "eager": (_BEFORE, {"consumer-0": "0b 1b 2m", "consumer-1": "3b 4m 5m", "consumer-2": ""},
               {"consumer-0": "0b 1b", "consumer-1": "2m 3b", "consumer-2": "4m 5m"}),
-    "cooperative-sticky": ({"consumer-0": "0k 1k 4m", "consumer-1": "2k 3k 5m",
-                            "consumer-2": ""},
+    "cooperative-sticky": (_BEFORE, {"consumer-0": "0k 1k 4m", "consumer-1": "2k 3k 5m",
+                                     "consumer-2": ""},
                            {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
                             "consumer-2": "4m 5m"}),
-    "static membership": ({"consumer-0": "0k 1k", "consumer-1": "2k 3k",
-                           "consumer-2": "4i 5i"},
+    "static membership": (_BEFORE, {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
+                                    "consumer-2": "4i 5i"},
                           {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
                            "consumer-2": "4k 5k"}),
 }
 
 
-def rebalance_strategies(save: Save = None) -> Figure:
-    """02b: who holds which partition after a member's stall and after its rejoin,
-    under the eager and cooperative-sticky strategies and static membership."""
-    fig, ax = canvas(4.7, 12.6, -1.6, "One member of three stalls: who holds what "
-                     "(an example assignment)")
-    kinds = {"k": (COLORS["record"], "kept: never revoked"),
-             "b": (COLORS["pending"], "revoked, handed back to the same member"),
-             "m": (COLORS["info"], "moved: a new owner (after the revoke)"),
-             "i": (GREY, "nobody reads it: its owner stalls")}
-    ax.text(0.02, 11.4, "Before: consumer-0 holds 0 1, consumer-1 2 3, consumer-2 4 5; "
-            "then consumer-2 stalls.", ha="left", va="center", fontsize=FONT)
-    columns = ((0.42, "after max.poll.interval.ms"), (0.76, "consumer-2 polls again"))
-    for x, head in columns:
-        ax.text(x, 10.5, head, ha="center", va="center", fontsize=FONT, fontweight="bold")
-    w = 0.035
-    for row, (strategy, states) in enumerate(_REBALANCES.items()):
-        top = 9.4 - 3.3 * row
-        ax.text(0.02, top - 1.0, strategy, ha="left", va="center", fontsize=FONT,
-                fontweight="bold")
-        for (x, _), owners in zip(columns, states, strict=True):
-            for line, (member, held) in enumerate(owners.items()):
-                y = top - line
-                ax.text(x - 0.045, y, member, ha="right", va="center", fontsize=FONT)
-                if not held:
-                    ax.text(x - 0.03, y, "left the group", ha="left", va="center",
-                            fontsize=FONT, style="italic", color="#555555")
-                    continue
-                parts = held.split()
-                cells(ax, x - 0.03, y, w, [q[0] for q in parts],
-                      [kinds[q[1]][0] for q in parts], height=0.75, numbers=False)
-    key(ax, 0.02, 0.0, [kinds["k"], kinds["b"]], step=0.5)
-    key(ax, 0.5, 0.0, [kinds["m"], kinds["i"]], step=0.5)
-    return finish(fig, save)
+def rebalance_strategies(runs: Any = None, save: Save = None) -> Figure:
+    """02b: who holds which partition before a member's stall, after the eviction and
+    after its rejoin, under the eager and cooperative-sticky strategies and static
+    membership.
+
+    ``runs``: chapter 2b's ``compare_rebalances`` result; the figure then shows each
+    strategy's owners as the run's callbacks left them, and its stop-the-world pauses."""
+    if runs is not None:
+        return finish(figures_run.rebalance_strategies(runs), save)
+    rows = [(name, None, [{m: _held(h) for m, h in state.items()} for state in states])
+            for name, states in _REBALANCES.items()]
+    return finish(figures_run.assignment_grid(
+        "One member of three stalls: who holds what (an example)", rows, "consumer-2"),
+        save)
 
 
 # --- 03: the idempotent producer ---------------------------------------------------------
@@ -524,7 +508,7 @@ BY_CHAPTER = {
 }
 
 #: the figures a run can fill with its own values (their optional arguments)
-FILLED = ("high_watermark", "consumer_stall", "idempotent_retry", "transaction_log",
-          "spark_checkpoint", "connect_two_writes", "stale_end_txn")
+FILLED = ("high_watermark", "consumer_stall", "rebalance_strategies", "idempotent_retry",
+          "transaction_log", "spark_checkpoint", "connect_two_writes", "stale_end_txn")
 
 __all__ = ["BY_CHAPTER", "FILLED", *(name for names in BY_CHAPTER.values() for name in names)]

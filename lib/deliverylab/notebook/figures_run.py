@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from ..errors import bad_value
-from .diagram import FONT, boundary, canvas, cells, key, sequence
+from .diagram import FONT, ROW, boundary, canvas, cells, key, sequence
 from .plots import COLORS
 
 if TYPE_CHECKING:
@@ -294,6 +294,96 @@ def consumer_stall(run: Any, history: Any) -> Figure:
                      f"{a} processed {run.stalled.processed} values, {b} "
                      f"{run.successor.processed}; {n} by both."))
     return fig
+
+
+#: how a member came to hold a partition at the end of a rebalance window: its color
+#: and legend (:func:`assignment_grid`)
+HOLDING = {"k": (COLORS["record"], "kept: never revoked"),
+           "b": (COLORS["pending"], "revoked, handed back to the same member"),
+           "m": (COLORS["info"], "moved: a new owner"),
+           "i": (GREY, "nobody reads it: its owner stalls")}
+Holders = dict[str, list[tuple[int, str]]]  # member -> (partition, a key of HOLDING)
+
+
+def assignment_grid(title: str, rows: list[tuple[str, str | None, list[Holders]]],
+                    staller: str) -> Figure:
+    """Chapter 2b's rebalances as a grid: per strategy (a row: its name, a note, the
+    owners before the stall, after the eviction, after the rejoin), each member's
+    partitions as cells colored by :data:`HOLDING`."""
+    members = sorted({m for _, _, states in rows for state in states for m in state})
+    lines = len(rows) * (len(members) + 1.3) + 1.5
+    fig, ax = canvas(0.8 * ROW * (lines + 2.7), lines + 0.8, -1.9, title)
+    columns = (0.3, 0.53, 0.76)
+    widest = max((len(held) for _, _, states in rows for state in states
+                  for held in state.values()), default=1)
+    w = min(0.035, 0.2 / max(widest, 1))
+    for x, head in zip(columns, ("before the stall", "after the eviction",
+                                 "after the rejoin"), strict=True):
+        ax.text(x + 0.09, lines - 0.4, head, ha="center", va="center", fontsize=FONT,
+                fontweight="bold")
+    y = lines - 1.5
+    for name, note, states in rows:
+        ax.text(0.02, y, name, ha="left", va="center", fontsize=FONT, fontweight="bold")
+        if note:
+            ax.text(0.98, y, note, ha="right", va="center", fontsize=FONT, color="#555555")
+        y -= 1.0
+        for member in members:
+            ax.text(0.02, y, member + (" (stalls)" if member == staller else ""),
+                    ha="left", va="center", fontsize=FONT)
+            for x, state in zip(columns, states, strict=True):
+                held = sorted(state.get(member, []))
+                if held:
+                    cells(ax, x, y, w, [str(p) for p, _ in held],
+                          [HOLDING[k][0] for _, k in held], height=0.75, numbers=False)
+                else:
+                    ax.text(x, y, "none", ha="left", va="center", fontsize=FONT,
+                            style="italic", color="#555555")
+            y -= 1.0
+        y -= 0.3
+    key(ax, 0.02, -0.6, [HOLDING["k"], HOLDING["b"]], step=0.8)
+    key(ax, 0.55, -0.6, [HOLDING["m"], HOLDING["i"]], step=0.8)
+    return fig
+
+
+def _holders(run: Any, start: float, end: float, before: dict[int, str] | None) -> Holders:
+    """Who held each partition at ``end`` (the callbacks of ``run.timeline`` up to it),
+    and how: against ``before`` (the owners at ``start``) and the revoke callbacks in
+    between. A partition its stalled owner still holds at the wake is idle."""
+    after = run.owners(end)  # the kit's own reading of the callbacks
+    revoked = {(e.member, p) for e in run.timeline if start <= e.t <= end
+               and e.kind in ("revoked", "lost") for p in e.partitions}
+    out: Holders = {}
+    for p, m in sorted(after.items()):
+        if before is None:
+            kind = "k"
+        elif m == run.staller and end == run.wake:
+            kind = "i"
+        elif before.get(p) != m:
+            kind = "m"
+        else:
+            kind = "b" if (m, p) in revoked else "k"
+        out.setdefault(m, []).append((p, kind))
+    return out
+
+
+def rebalance_strategies(runs: Any) -> Figure:
+    """Chapter 2b's ``compare_rebalances`` runs: each strategy's owners before the stall,
+    after the eviction (at the wake) and after the rejoin (at the end), read from its
+    callbacks, with its stop-the-world pauses."""
+    runs = list(runs)
+    if not runs or not all(hasattr(r, "timeline") and hasattr(r, "owners") for r in runs):
+        raise bad_value("runs", f"{len(runs)} run(s)", "chapter 2b's compare_rebalances "
+                        "result: one GroupRun per strategy")
+    rows = []
+    for r in runs:
+        before = r.owners(r.stall)
+        rows.append((r.strategy, f"stop-the-world: {r.eviction.pause:.2f} s at the "
+                     f"eviction, {r.rejoin.pause:.2f} s at the rejoin",
+                     [_holders(r, 0.0, r.stall, None), _holders(r, r.stall, r.wake, before),
+                      _holders(r, r.wake, r.end, r.owners(r.wake))]))
+    staller = runs[0].staller
+    return assignment_grid(f"This run: {staller} stalls {runs[0].wake - runs[0].stall:.1f} s; "
+                           "who held what", rows, staller)
 
 
 def connect_two_writes(run: Any) -> Figure:

@@ -12,13 +12,14 @@ from matplotlib.figure import Figure
 
 from deliverylab import checker as C
 from deliverylab.chapters.connect_window import WindowRun
-from deliverylab.chapters.consumer_groups import Takeover
+from deliverylab.chapters.consumer_groups import GroupRun, Takeover
+from deliverylab.chapters.consumer_groups.rebalance import Event
 from deliverylab.chapters.exactly_once_sources import SourceRun
 from deliverylab.chapters.kafka_bugs import Reproduction
 from deliverylab.chapters.recipes import AckedThenLostResult, LostAckResult
 from deliverylab.errors import BadValue
 from deliverylab.history import History, Read
-from deliverylab.notebook import figures
+from deliverylab.notebook import figures, figures_run
 from deliverylab.spark.query import BatchLog
 from deliverylab.spark.scene import SceneResult
 from deliverylab.workload import PipelineReport
@@ -95,6 +96,28 @@ def stall() -> tuple[Takeover, History]:
     return run, h
 
 
+def group_run(strategy: str) -> GroupRun:
+    """Three members, six partitions; consumer-2 stalls at 2 s and wakes at 12 s. Eager:
+    evicted at 8 s (everything revoked, range over two members), rejoined at 12.5 s
+    (everything revoked again). Static: no callback at all."""
+    ev: list[Event] = [Event(0.1, f"consumer-{m}", "assigned", (2 * m, 2 * m + 1))
+                       for m in range(3)]
+    if strategy == "eager":
+        for t, owners in ((8.0, {0: (0, 1), 1: (2, 3)}),
+                          (12.5, {0: (0, 1, 2), 1: (3, 4, 5), 2: (4, 5)})):
+            ev += [Event(t, f"consumer-{m}", "revoked", ps) for m, ps in owners.items()]
+            ev += [Event(t + 0.6, f"consumer-{m}", "flushed") for m in owners]
+        ev += [Event(8.7, "consumer-0", "assigned", (0, 1, 2)),
+               Event(8.7, "consumer-1", "assigned", (3, 4, 5)),
+               Event(13.5, "consumer-0", "assigned", (0, 1)),
+               Event(13.5, "consumer-1", "assigned", (2, 3)),
+               Event(13.5, "consumer-2", "assigned", (4, 5))]
+    ev += [Event(t, "consumer-0", "record", (p,)) for t in (1.0, 9.5, 14.0) for p in (0, 1)]
+    ev += [Event(t, "consumer-1", "record", (p,)) for t in (1.0, 9.0, 14.1) for p in (2, 3)]
+    return GroupRun(strategy, {}, 6, "consumer-2", 2.0, 12.0, 17.0,
+                    sorted(ev, key=lambda e: e.t), 0.3)
+
+
 def window(position: int | None = 5910) -> WindowRun:
     """150 lines of 41 bytes... ending at 5910 for line 140: 10 past the position."""
     ends = [41 * (k + 1) for k in range(139)] + [5910 + 43 * k for k in range(11)]
@@ -146,6 +169,11 @@ CASES = {
                         "partition 0: 12-14, partition 2: 30-31",
                         "partition 0: 12, partition 1: 1999, partition 2: 30", "5 duplicates",
                         "refused: UNKNOWN_MEMBER_ID", "25 values, pipeline-B 35"]),
+    "rebalance_strategies": (lambda: figures.rebalance_strategies(
+        [group_run("eager"), group_run("static")]),
+        ["This run: consumer-2 stalls 10.0 s", "eager", "static",
+         "stop-the-world: 7.00 s at the eviction, 2.90 s at the rejoin",
+         "consumer-2 (stalls)", "after the rejoin"]),
     "connect_two_writes": (lambda: figures.connect_two_writes(window()),
                            ["offset.flush.interval.ms=2000", "after 150 lines",
                             "read lines 1-140", "position 5910", "lines 141-150",
@@ -251,3 +279,25 @@ def test_a_run_that_does_not_fit_a_new_figure_says_what_is_accepted() -> None:
     unfinished.result = None
     with pytest.raises(BadValue, match="kill_mid_stream"):
         figures.connect_two_writes(unfinished)
+
+
+def test_a_rebalance_is_read_from_the_runs_callbacks() -> None:
+    """Who held what, and how, from the hand-written callbacks: eager revokes what comes
+    back (b) and moves the staller's partitions (m); static moves nothing, and the
+    staller's partitions sit idle (i) until it polls again."""
+    eager, static = group_run("eager"), group_run("static")
+    before = {p: f"consumer-{p // 2}" for p in range(6)}
+    assert figures_run._holders(eager, 2.0, 12.0, before) == {
+        "consumer-0": [(0, "b"), (1, "b"), (2, "m")],
+        "consumer-1": [(3, "b"), (4, "m"), (5, "m")]}
+    at_wake = {0: "consumer-0", 1: "consumer-0", 2: "consumer-0", 3: "consumer-1",
+               4: "consumer-1", 5: "consumer-1"}
+    assert figures_run._holders(eager, 12.0, 17.0, at_wake) == {
+        "consumer-0": [(0, "b"), (1, "b")], "consumer-1": [(2, "m"), (3, "b")],
+        "consumer-2": [(4, "m"), (5, "m")]}
+    assert figures_run._holders(static, 2.0, 12.0, before)["consumer-2"] == [(4, "i"),
+                                                                             (5, "i")]
+    assert figures_run._holders(static, 12.0, 17.0, before)["consumer-2"] == [(4, "k"),
+                                                                              (5, "k")]
+    with pytest.raises(BadValue, match="compare_rebalances"):
+        figures.rebalance_strategies([])
