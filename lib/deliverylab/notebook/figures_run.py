@@ -404,8 +404,8 @@ def connect_two_writes(run: Any) -> Figure:
     if kept:
         steps += [("msg", f, task, f"read lines 1-{kept}"),
                   ("msg", task, topic, f"{kept} records"),
-                  ("msg", task, offsets, f"flush: position {position} (line {kept}'s end)",
-                   "ok")]
+                  ("msg", task, offsets, f"flush: position {position}"
+                   + (f" (line {kept}'s end)" if ends[kept - 1] == position else ""), "ok")]
     else:
         steps.append(("note", task, "no flush has committed a position yet",
                       COLORS["pending"]))

@@ -176,7 +176,7 @@ CASES = {
          "consumer-2 (stalls)", "after the rejoin"]),
     "connect_two_writes": (lambda: figures.connect_two_writes(window()),
                            ["offset.flush.interval.ms=2000", "after 150 lines",
-                            "read lines 1-140", "position 5910", "lines 141-150",
+                            "read lines 1-140", "position 5910 (line 140's end)", "lines 141-150",
                             "SIGKILL worker 1", "worker 2 runs the task from byte 5910",
                             "same 10 records", "found 10", "0, 40, 40, 60"]),
     "stale_end_txn": (lambda: figures.stale_end_txn(*stale()),
