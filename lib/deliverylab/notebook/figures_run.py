@@ -452,7 +452,8 @@ def stale_end_txn(run: Any, log: pd.DataFrame) -> Figure:
         return (f"{_row_value(found, 'marker') or 'a'} marker at offset {found['offset']}: "
                 f"txn {txn}" if found else f"no marker for txn {txn}")
 
-    pid, epochs = first["producer_id"], sorted({int(r["producer_epoch"]) for r in rows})
+    pid = first["producer_id"]
+    epochs = sorted({int(e) for r in rows if (e := _row_value(r, "producer_epoch")) is not None})
     late = run.late[0] if run.late else "no answer"
     aborted = run.notes.get("abort_2", "?")
     p, proxy, coord, part = "producer", "fault proxy", "coordinator", "partition"
