@@ -207,7 +207,9 @@ def _held(text: str) -> list[tuple[int, str]]:
 #: chapter 2b's group (three members, six partitions, consumer-2 the staller): each
 #: member's partitions before the stall, after the eviction and after the rejoin, with
 #: how each got there (:data:`.figures_run.HOLDING`). An example assignment: range for
-#: eager, cooperative-sticky's balanced move; chapter 2b's run draws its own.
+#: eager, cooperative-sticky's balanced move; chapter 2b's run draws its own. A static
+#: staller revokes its own partitions when it polls again and is handed them back (the
+#: others see no rebalance), as chapter 2b's runs with librdkafka show.
 _BEFORE = {"consumer-0": "0k 1k", "consumer-1": "2k 3k", "consumer-2": "4k 5k"}
 _REBALANCES = {
     "eager": (_BEFORE, {"consumer-0": "0b 1b 2m", "consumer-1": "3b 4m 5m", "consumer-2": ""},
@@ -219,7 +221,7 @@ _REBALANCES = {
     "static membership": (_BEFORE, {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
                                     "consumer-2": "4i 5i"},
                           {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
-                           "consumer-2": "4k 5k"}),
+                           "consumer-2": "4b 5b"}),
 }
 
 

@@ -288,9 +288,10 @@ def consumer_stall(run: Any, history: Any) -> Figure:
          ("msg", b, coord, "commit", "ok"),
          answer],
         footer=_wrap(f"{a}'s batch before the stall: {_spans(batch)}.",
-                     f"{b} started at the offsets {a} had committed: "
-                     + (", ".join(f"partition {p}: {o}" for p, o in sorted(committed.items()))
-                        or "none") + ".",
+                     f"{b} started where {a} had committed: " + ", ".join(
+                         f"partition {p}: " + (f"offset {committed[p]}" if p in committed
+                                               else "no commit, the earliest offset")
+                         for p in sorted({p for p, _ in batch} | set(committed))) + ".",
                      f"{a} processed {run.stalled.processed} values, {b} "
                      f"{run.successor.processed}; {n} by both."))
     return fig
@@ -423,8 +424,8 @@ def connect_two_writes(run: Any) -> Figure:
         f"This run: offset.flush.interval.ms={run.flush_ms}, SIGKILL after "
         f"{run.kill_after} lines", [f, task, topic, offsets], steps,
         footer=_wrap(f"Predicted from the position: {past} lines twice; found {run.found}.",
-                     f"Worker {owner} logged {len(run.flushes)} offset flush(es) before the "
-                     f"kill, covering {', '.join(covered) or 'no'} records."))
+                     f"Worker {owner}'s {len(run.flushes)} offset flush(es) before the kill "
+                     f"covered {', '.join(covered) or 'no'} records."))
     return fig
 
 

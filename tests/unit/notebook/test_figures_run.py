@@ -167,7 +167,8 @@ CASES = {
     "consumer_stall": (lambda: figures.consumer_stall(*stall()),
                        ["stalled 14.0 s", "10000", "poll: 5 values",
                         "partition 0: 12-14, partition 2: 30-31",
-                        "partition 0: 12, partition 1: 1999, partition 2: 30", "5 duplicates",
+                        "partition 0: offset 12, partition 1: offset 1999, partition 2: offset 30",
+                        "5 duplicates",
                         "refused: UNKNOWN_MEMBER_ID", "25 values, pipeline-B 35"]),
     "rebalance_strategies": (lambda: figures.rebalance_strategies(
         [group_run("eager"), group_run("static")]),
@@ -178,7 +179,7 @@ CASES = {
                            ["offset.flush.interval.ms=2000", "after 150 lines",
                             "read lines 1-140", "position 5910 (line 140's end)", "lines 141-150",
                             "SIGKILL worker 1", "worker 2 runs the task from byte 5910",
-                            "same 10 records", "found 10", "0, 40, 40, 60"]),
+                            "same 10 records", "found 10", "covered 0, 40, 40, 60 records"]),
     "stale_end_txn": (lambda: figures.stale_end_txn(*stale()),
                       ["producer id 6, epoch 2", "shop:0 at offset 10",
                        "COMMIT marker at offset 11", "shop:1 at offset 12",
@@ -301,3 +302,16 @@ def test_a_rebalance_is_read_from_the_runs_callbacks() -> None:
                                                                               (5, "k")]
     with pytest.raises(BadValue, match="compare_rebalances"):
         figures.rebalance_strategies([])
+
+
+def test_a_partition_nobody_committed_starts_at_the_earliest_offset(figure_checks) -> None:
+    """As in a real run of chapter 2b: pipeline-A had committed only partition 2, so
+    pipeline-B read partition 0 from its earliest offset (auto.offset.reset)."""
+    run, h = stall()
+    h = History([op for op in h if not (op.kind == "commit" and op.outcome == "ok")])
+    h.record("pipeline-A", "commit", "ok", detail="in/2@30")
+    texts = figure_checks[2]
+    words = " ".join(" ".join(t.get_text() for t in texts(
+        figures.consumer_stall(run, h))).split())
+    assert ("pipeline-B started where pipeline-A had committed: partition 0: no commit, "
+            "the earliest offset, partition 2: offset 30.") in words
