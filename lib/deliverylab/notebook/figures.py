@@ -20,6 +20,7 @@ with ``save=``, writes a file (:func:`.plots.finish`).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,8 @@ def describe(name: str) -> str | None:
     first = fn.__doc__.strip().split("\n\n", 1)[0]
     text = " ".join(first.split())
     head, sep, rest = text.partition(": ")
-    return (rest if sep and head.replace("-", "").isdigit() else text).rstrip(".") + "."
+    chapter = sep and re.fullmatch(r"\d+[a-z]?(-\d+[a-z]?)?", head)
+    return (rest if chapter else text).rstrip(".") + "."
 
 # --- 00: the cluster ---------------------------------------------------------------------
 
@@ -160,6 +162,83 @@ def commit_after_process(save: Save = None) -> Figure:
         footer=["Nothing is lost, some values are processed twice (at least once).",
                 "Chapter 1 commits first: the same crash then loses the batch."])
     return finish(fig, save)
+
+
+# --- 02b: the consumer group under a stall ---------------------------------------------
+
+
+def consumer_stall(run: Any = None, history: Any = None, save: Save = None) -> Figure:
+    """02b: a consumer stalled past max.poll.interval.ms leaves the group; the other
+    instance gets its partitions, starts at the last commit and redoes the batch.
+
+    Without a run the stalled instance's late commit is left open (chapter 2b asks for
+    it). ``run`` and ``history``: a ``stall_takeover`` result and the History it recorded
+    into; the figure then shows the batch's partitions and offsets, the committed offsets
+    the successor started at, the values redone and the broker's answer to the late
+    commit."""
+    if (run is None) != (history is None):
+        raise bad_value("run, history", "only one of them",
+                        "both (a stall_takeover result and its History) or neither")
+    if run is not None:
+        return finish(figures_run.consumer_stall(run, history), save)
+    a, b, coord = "pipeline-A", "pipeline-B", "coordinator"
+    fig = sequence(
+        "A consumer stalls past max.poll.interval.ms: the group moves on",
+        ["input topic", a, b, "output topic", coord],
+        [("msg", "input topic", a, "poll: a batch"),
+         ("msg", a, "output topic", "process: write each value"),
+         ("band", "stalled: no poll for longer than max.poll.interval.ms"),
+         ("msg", a, coord, "its client gives up: leaves the group"),
+         ("msg", coord, b, f"rebalance: every partition to {b}"),
+         ("msg", coord, b, "start at the last committed offsets"),
+         ("msg", "input topic", b, "poll: the same batch again", "retry"),
+         ("msg", b, "output topic", "process again: duplicates", "retry"),
+         ("msg", b, coord, "commit", "ok"),
+         ("msg", a, coord, "wakes up, commits its batch: ?")],
+        footer=["Nothing is lost; the stalled batch is processed twice (at least once).",
+                f"And {a}'s late commit? Section 1 asks you first."])
+    return finish(fig, save)
+
+
+def _held(text: str) -> list[tuple[int, str]]:
+    return [(int(q[:-1]), q[-1]) for q in text.split()]
+
+
+#: chapter 2b's group (three members, six partitions, consumer-2 the staller): each
+#: member's partitions before the stall, after the eviction and after the rejoin, with
+#: how each got there (:data:`.figures_run.HOLDING`). An example assignment: range for
+#: eager, cooperative-sticky's balanced move; chapter 2b's run draws its own. A static
+#: staller revokes its own partitions when it polls again and is handed them back (the
+#: others see no rebalance), as chapter 2b's runs with librdkafka show.
+_BEFORE = {"consumer-0": "0k 1k", "consumer-1": "2k 3k", "consumer-2": "4k 5k"}
+_REBALANCES = {
+    "eager": (_BEFORE, {"consumer-0": "0b 1b 2m", "consumer-1": "3b 4m 5m", "consumer-2": ""},
+              {"consumer-0": "0b 1b", "consumer-1": "2m 3b", "consumer-2": "4m 5m"}),
+    "cooperative-sticky": (_BEFORE, {"consumer-0": "0k 1k 4m", "consumer-1": "2k 3k 5m",
+                                     "consumer-2": ""},
+                           {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
+                            "consumer-2": "4m 5m"}),
+    "static membership": (_BEFORE, {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
+                                    "consumer-2": "4i 5i"},
+                          {"consumer-0": "0k 1k", "consumer-1": "2k 3k",
+                           "consumer-2": "4b 5b"}),
+}
+
+
+def rebalance_strategies(runs: Any = None, save: Save = None) -> Figure:
+    """02b: who holds which partition before a member's stall, after the eviction and
+    after its rejoin, under the eager and cooperative-sticky strategies and static
+    membership.
+
+    ``runs``: chapter 2b's ``compare_rebalances`` result; the figure then shows each
+    strategy's owners as the run's callbacks left them, and its stop-the-world pauses."""
+    if runs is not None:
+        return finish(figures_run.rebalance_strategies(runs), save)
+    rows = [(name, None, [{m: _held(h) for m, h in state.items()} for state in states])
+            for name, states in _REBALANCES.items()]
+    return finish(figures_run.assignment_grid(
+        "One member of three stalls: who holds what (an example)", rows, "consumer-2"),
+        save)
 
 
 # --- 03: the idempotent producer ---------------------------------------------------------
@@ -309,8 +388,14 @@ def side_effect(save: Save = None) -> Figure:
 # --- 07: Connect source tasks ------------------------------------------------------------
 
 
-def connect_two_writes(save: Save = None) -> Figure:
-    """07: a source task's two writes (records, then source offsets) and the window."""
+def connect_two_writes(run: Any = None, save: Save = None) -> Figure:
+    """07: a source task's two writes (records, then source offsets) and the window.
+
+    ``run``: a ``kill_mid_stream`` result (section 2b's kill); the figure then shows its
+    flush interval, the committed position at the kill, the lines past it and the
+    duplicates found."""
+    if run is not None:
+        return finish(figures_run.connect_two_writes(run), save)
     fig = sequence(
         "A Connect source task writes twice: records, then its offset",
         ["file", "source task", "topic", "offsets topic"],
@@ -377,9 +462,19 @@ def where_time_goes(save: Save = None) -> Figure:
 # --- 09: a Kafka bug ---------------------------------------------------------------------
 
 
-def stale_end_txn(save: Save = None) -> Figure:
+def stale_end_txn(run: Any = None, log: pd.DataFrame | None = None,
+                  save: Save = None) -> Figure:
     """09: KAFKA-17754 as chapter 9 reproduces it with librdkafka: transaction 1's
-    held EndTxn, released during transaction 2, commits transaction 2."""
+    held EndTxn, released during transaction 2, commits transaction 2.
+
+    ``run`` and ``log``: a ``stale_end_txn`` reproduction and the ``log_batches`` of its
+    partition; the figure then shows the producer id and epoch, each record's and
+    marker's offset, and the broker's answers to the stale EndTxn and to the abort."""
+    if (run is None) != (log is None):
+        raise bad_value("run, log", "only one of them",
+                        "both (a stale_end_txn reproduction and its log_batches) or neither")
+    if run is not None and log is not None:
+        return finish(figures_run.stale_end_txn(run, log), save)
     fig = sequence(
         "A stale EndTxn commits the next transaction (KAFKA-17754)",
         ["producer", "fault proxy", "coordinator", "partition"],
@@ -404,7 +499,7 @@ BY_CHAPTER = {
     "00": ("cluster",),
     "01": ("high_watermark",),
     "02": ("lost_ack_retry", "commit_after_process"),
-    "02b": ("commit_after_process",),
+    "02b": ("consumer_stall", "rebalance_strategies"),
     "03": ("idempotent_retry",),
     "04": ("transaction_log", "ctp_loop"),
     "05": ("spark_checkpoint",),
@@ -415,6 +510,7 @@ BY_CHAPTER = {
 }
 
 #: the figures a run can fill with its own values (their optional arguments)
-FILLED = ("high_watermark", "idempotent_retry", "transaction_log", "spark_checkpoint")
+FILLED = ("high_watermark", "consumer_stall", "rebalance_strategies", "idempotent_retry",
+          "transaction_log", "spark_checkpoint", "connect_two_writes", "stale_end_txn")
 
 __all__ = ["BY_CHAPTER", "FILLED", *(name for names in BY_CHAPTER.values() for name in names)]

@@ -2,11 +2,12 @@
 
 Why: before a run, :mod:`.figures` draws the idea (an example's offsets); after it, the
 same picture with *this* run's leader, offsets, producer id, epoch, sequence numbers and
-batch ids lets a student match the drawing to what just happened. Each function here
-takes what the kit already returned to the notebook (a recipe's result, a
-:func:`~deliverylab.segments.log_batches` DataFrame, an Inspector's
-``partition_summary``, a Spark scene) and reads nothing itself: no second read path, so
-the figure can only show what the chapter's own evidence shows. :mod:`.figures` calls
+batch ids (chapters 1, 2b, 3, 4, 5, 7, 9) lets a student match the drawing to what just
+happened. Each function here takes what the kit already returned to the notebook (a
+recipe's result, a :func:`~deliverylab.segments.log_batches` DataFrame, an Inspector's
+``partition_summary``, a Spark scene, the History a stall recorded into, a Connect kill's
+positions, a reproduction of a Kafka bug) and reads nothing itself: no second read path,
+so the figure can only show what the chapter's own evidence shows. :mod:`.figures` calls
 these when a run is passed; a notebook calls them after its prediction is revealed.
 
 Every value drawn comes from the argument; what the drawing adds is the mechanism the
@@ -15,12 +16,13 @@ recipe documents (e.g. the followers stayed in the ISR while paused), said as su
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
 from ..errors import bad_value
-from .diagram import FONT, boundary, canvas, cells, key, sequence
+from .diagram import FONT, ROW, boundary, canvas, cells, key, sequence
 from .plots import COLORS
 
 if TYPE_CHECKING:
@@ -217,4 +219,264 @@ def spark_checkpoint(run: SceneResult) -> Figure:
                 f"holds {run.extra} twice.",
                 "Committed before the crash: "
                 + (", ".join(f"commits/{b}" for b in before) or "none") + "."])
+    return fig
+
+
+def _wrap(*texts: str, width: int = 82) -> list[str]:
+    """Footer lines of at most ``width`` characters (about the canvas's width at the
+    figures' font): a run's lists of partitions and offsets grow with the run."""
+    return [line for text in texts for line in textwrap.wrap(text, width)]
+
+
+def _spans(points: list[tuple[int, int]]) -> str:
+    """(partition, offset) pairs as "partition 0: 7-9, partition 2: 5" (first-last)."""
+    by: dict[int, list[int]] = {}
+    for partition, offset in points:
+        by.setdefault(partition, []).append(offset)
+    return ", ".join(f"partition {p}: {min(o)}" + (f"-{max(o)}" if max(o) > min(o) else "")
+                     for p, o in sorted(by.items()))
+
+
+def _committed(detail: str | None) -> dict[int, int]:
+    """A commit op's detail (``topic/partition@offset,...``, the Pipeline's record of the
+    offsets it committed) as {partition: offset}."""
+    out = {}
+    for part in (detail or "").split(","):
+        where, _, offset = part.rpartition("@")
+        if where and offset.lstrip("-").isdigit():
+            out[int(where.rpartition("/")[2])] = int(offset)
+    return out
+
+
+def consumer_stall(run: Any, history: Any) -> Figure:
+    """Chapter 2b's ``stall_takeover`` run (a ``Takeover``) with the History it recorded
+    into: the batch the stalled instance polled, where the group's committed offsets
+    left the successor, the values redone, and what became of the late commit."""
+    a, b = run.stalled.process, run.successor.process
+    ops = list(history)
+    redone = set(run.redone)
+    batch = [(op.partition, op.offset) for op in ops if op.process == a and op.kind == "poll"
+             and op.partition is not None and op.offset is not None
+             and redone & set(op.values)]
+    if not redone or not batch:
+        raise bad_value("run, history", f"{len(run.redone)} values redone, {len(batch)} "
+                        f"polled by {a}", "a stall_takeover result and the History it "
+                        "recorded into, with values processed by both instances")
+    committed: dict[int, int] = {}
+    for op in ops:  # the group's offsets when A stalled: its accepted commits, in order
+        if op.process == a and op.kind == "commit" and op.outcome == "ok":
+            committed.update(_committed(op.detail))
+    late = [op for op in ops if op.process == a and op.kind == "commit"
+            and op.outcome == "fail"]
+    stalled_s = run.stall["end"] - run.stall["time"]
+    n, poll_ms = len(redone), run.max_poll_seconds * 1000
+    inp, out, coord = "input topic", "output topic", "coordinator"
+    answer = (("msg", a, coord, f"late commit refused: {late[-1].error or '?'}", "refused")
+              if late else ("msg", a, coord, "late commit accepted", "ok"))
+    fig = sequence(
+        f"This run: {a} stalled {stalled_s:.1f} s (max.poll.interval {run.max_poll_seconds:g} s)",
+        [inp, a, b, out, coord],
+        [("msg", inp, a, f"poll: {n} values"),
+         ("msg", a, out, f"process: write the {n} values"),
+         ("band", f"stalled: no poll for {stalled_s:.1f} s, max.poll.interval.ms is "
+                  f"{poll_ms:.0f}"),
+         ("msg", a, coord, f"after {run.max_poll_seconds:g} s: leaves the group"),
+         ("msg", coord, b, "rebalance: every partition to " + b),
+         ("msg", coord, b, "start at the last committed offsets"),
+         ("msg", inp, b, f"poll: the same {n} values again", "retry"),
+         ("msg", b, out, f"write them again: {n} duplicates", "retry"),
+         ("msg", b, coord, "commit", "ok"),
+         answer],
+        footer=_wrap(f"{a}'s batch before the stall: {_spans(batch)}.",
+                     f"{b} started where {a} had committed: " + ", ".join(
+                         f"partition {p}: " + (f"offset {committed[p]}" if p in committed
+                                               else "no commit, the earliest offset")
+                         for p in sorted({p for p, _ in batch} | set(committed))) + ".",
+                     f"{a} processed {run.stalled.processed} values, {b} "
+                     f"{run.successor.processed}; {n} by both."))
+    return fig
+
+
+#: how a member came to hold a partition at the end of a rebalance window: its color
+#: and legend (:func:`assignment_grid`)
+HOLDING = {"k": (COLORS["record"], "kept: never revoked"),
+           "b": (COLORS["pending"], "revoked, handed back to the same member"),
+           "m": (COLORS["info"], "moved: a new owner"),
+           "i": (GREY, "nobody reads it: its owner stalls")}
+Holders = dict[str, list[tuple[int, str]]]  # member -> (partition, a key of HOLDING)
+
+
+def assignment_grid(title: str, rows: list[tuple[str, str | None, list[Holders]]],
+                    staller: str) -> Figure:
+    """Chapter 2b's rebalances as a grid: per strategy (a row: its name, a note, the
+    owners before the stall, after the eviction, after the rejoin), each member's
+    partitions as cells colored by :data:`HOLDING`."""
+    members = sorted({m for _, _, states in rows for state in states for m in state})
+    lines = len(rows) * (len(members) + 1.3) + 1.5
+    fig, ax = canvas(0.8 * ROW * (lines + 2.7), lines + 0.8, -1.9, title)
+    columns = (0.3, 0.53, 0.76)
+    widest = max((len(held) for _, _, states in rows for state in states
+                  for held in state.values()), default=1)
+    w = min(0.035, 0.2 / max(widest, 1))
+    for x, head in zip(columns, ("before the stall", "after the eviction",
+                                 "after the rejoin"), strict=True):
+        ax.text(x + 0.09, lines - 0.4, head, ha="center", va="center", fontsize=FONT,
+                fontweight="bold")
+    y = lines - 1.5
+    for name, note, states in rows:
+        ax.text(0.02, y, name, ha="left", va="center", fontsize=FONT, fontweight="bold")
+        if note:
+            ax.text(0.98, y, note, ha="right", va="center", fontsize=FONT, color="#555555")
+        y -= 1.0
+        for member in members:
+            ax.text(0.02, y, member + (" (stalls)" if member == staller else ""),
+                    ha="left", va="center", fontsize=FONT)
+            for x, state in zip(columns, states, strict=True):
+                held = sorted(state.get(member, []))
+                if held:
+                    cells(ax, x, y, w, [str(p) for p, _ in held],
+                          [HOLDING[k][0] for _, k in held], height=0.75, numbers=False)
+                else:
+                    ax.text(x, y, "none", ha="left", va="center", fontsize=FONT,
+                            style="italic", color="#555555")
+            y -= 1.0
+        y -= 0.3
+    key(ax, 0.02, -0.6, [HOLDING["k"], HOLDING["b"]], step=0.8)
+    key(ax, 0.55, -0.6, [HOLDING["m"], HOLDING["i"]], step=0.8)
+    return fig
+
+
+def _holders(run: Any, start: float, end: float, before: dict[int, str] | None) -> Holders:
+    """Who held each partition at ``end`` (the callbacks of ``run.timeline`` up to it),
+    and how: against ``before`` (the owners at ``start``) and the revoke callbacks in
+    between. A partition its stalled owner still holds at the wake is idle."""
+    after = run.owners(end)  # the kit's own reading of the callbacks
+    revoked = {(e.member, p) for e in run.timeline if start <= e.t <= end
+               and e.kind in ("revoked", "lost") for p in e.partitions}
+    out: Holders = {}
+    for p, m in sorted(after.items()):
+        if before is None:
+            kind = "k"
+        elif m == run.staller and end == run.wake:
+            kind = "i"
+        elif before.get(p) != m:
+            kind = "m"
+        else:
+            kind = "b" if (m, p) in revoked else "k"
+        out.setdefault(m, []).append((p, kind))
+    return out
+
+
+def rebalance_strategies(runs: Any) -> Figure:
+    """Chapter 2b's ``compare_rebalances`` runs: each strategy's owners before the stall,
+    after the eviction (at the wake) and after the rejoin (at the end), read from its
+    callbacks, with its stop-the-world pauses."""
+    runs = list(runs)
+    if not runs or not all(hasattr(r, "timeline") and hasattr(r, "owners") for r in runs):
+        raise bad_value("runs", f"{len(runs)} run(s)", "chapter 2b's compare_rebalances "
+                        "result: one GroupRun per strategy")
+    rows = []
+    for r in runs:
+        before = r.owners(r.stall)
+        rows.append((r.strategy, f"stop-the-world: {r.eviction.pause:.2f} s at the "
+                     f"eviction, {r.rejoin.pause:.2f} s at the rejoin",
+                     [_holders(r, 0.0, r.stall, None), _holders(r, r.stall, r.wake, before),
+                      _holders(r, r.wake, r.end, r.owners(r.wake))]))
+    staller = runs[0].staller
+    return assignment_grid(f"This run: {staller} stalls {runs[0].wake - runs[0].stall:.1f} s; "
+                           "who held what", rows, staller)
+
+
+def connect_two_writes(run: Any) -> Figure:
+    """Chapter 7's mid-stream kill (a ``kill_mid_stream`` result): the lines the last
+    offset flush covered, the committed position at the kill, the lines past it that
+    the next task wrote again."""
+    ends, position, observed = list(run.line_ends), run.position_at_kill, \
+        (run.result.observed if run.result is not None else {})
+    if not ends or "owner" not in observed:
+        raise bad_value("run", str(run), "a kill_mid_stream result (its line ends and its "
+                        "run's observed owner)")
+    total, past = len(ends), run.predicted
+    kept = total - past
+    owner, taker = observed["owner"], observed.get("taken_over_by", "?")
+    f, task, topic, offsets = "file", "source task", "topic", "offsets topic"
+    start = f"byte {position}" if position else "the file's start"
+    steps: list[tuple[Any, ...]] = []
+    if kept:
+        steps += [("msg", f, task, f"read lines 1-{kept}"),
+                  ("msg", task, topic, f"{kept} records"),
+                  ("msg", task, offsets, f"flush: position {position}"
+                   + (f" (line {kept}'s end)" if ends[kept - 1] == position else ""), "ok")]
+    else:
+        steps.append(("note", task, "no flush has committed a position yet",
+                      COLORS["pending"]))
+    if past:
+        steps += [("msg", f, task, f"read lines {kept + 1}-{total}"),
+                  ("msg", task, topic, f"{past} records, no offset for them")]
+    steps += [("band", f"SIGKILL worker {owner}: {total} lines in Kafka, offset at {start}"),
+              ("crash", task, f"worker {owner} killed"),
+              ("gap", f"worker {taker} runs the task from {start}")]
+    steps += ([("msg", f, task, f"re-read lines {kept + 1}-{total}", "retry"),
+               ("msg", task, topic, f"the same {past} records again", "retry")] if past else
+              [("msg", f, task, "nothing past the position: no line again", "ok")])
+    covered = [str(count) for _, count in run.flushes][-8:]
+    fig = sequence(
+        f"This run: offset.flush.interval.ms={run.flush_ms}, SIGKILL after "
+        f"{run.kill_after} lines", [f, task, topic, offsets], steps,
+        footer=_wrap(f"Predicted from the position: {past} lines twice; found {run.found}.",
+                     f"Worker {owner}'s {len(run.flushes)} offset flush(es) before the kill "
+                     f"covered {', '.join(covered) or 'no'} records."))
+    return fig
+
+
+def _row_value(row: dict[str, Any], column: str) -> Any:
+    value = row.get(column)
+    return None if value is None or value != value else value  # NaN: a missing cell
+
+
+def stale_end_txn(run: Any, log: pd.DataFrame) -> Figure:
+    """Chapter 9's ``stale_end_txn`` reproduction (a ``Reproduction``) with the
+    ``log_batches`` of its partition: the producer id and epoch, each transaction's
+    record and marker offsets, the broker's answer to the stale EndTxn and to the
+    abort."""
+    rows = log.sort_values("offset").to_dict("records")
+    data = [r for r in rows if not r["control"]]
+    if len(data) < 2:
+        raise bad_value("log", f"{len(data)} data record(s)", f"the log_batches of "
+                        f"{run.topic}, holding both transactions' records")
+    first, second = data[0], data[1]
+
+    def marker(after: int, before: float, txn: int) -> str:
+        """The first marker after the record at ``after``: the end of its transaction."""
+        found = next((r for r in rows if r["control"] and after < r["offset"] < before),
+                     None)
+        return (f"{_row_value(found, 'marker') or 'a'} marker at offset {found['offset']}: "
+                f"txn {txn}" if found else f"no marker for txn {txn}")
+
+    pid = first["producer_id"]
+    epochs = sorted({int(e) for r in rows if (e := _row_value(r, "producer_epoch")) is not None})
+    late = run.late[0] if run.late else "no answer"
+    aborted = run.notes.get("abort_2", "?")
+    p, proxy, coord, part = "producer", "fault proxy", "coordinator", "partition"
+    fig = sequence(
+        f"This run: the stale EndTxn (producer id {pid}, epoch "
+        f"{', '.join(map(str, epochs))})", [p, proxy, coord, part],
+        [("msg", p, part, f"txn 1: {_row_value(first, 'value')} at offset "
+                          f"{first['offset']}"),
+         ("msg", p, proxy, "EndTxn(commit), txn 1: held", "stale"),
+         ("note", p, f"no answer: retried (the commit took "
+                     f"{run.notes.get('commit_1_seconds', '?')} s)", COLORS["info"]),
+         ("msg", p, coord, "EndTxn(commit) on a new connection", "retry"),
+         ("msg", coord, part, marker(first["offset"], second["offset"], 1), "ok"),
+         ("msg", p, part, f"txn 2: {_row_value(second, 'value')} at offset "
+                          f"{second['offset']}"),
+         ("msg", proxy, coord, f"held EndTxn injected: answered {late}", "stale"),
+         ("msg", coord, part, marker(second["offset"], float("inf"), 2), "stale"),
+         ("msg", p, coord, "EndTxn(abort), txn 2"),
+         ("msg", coord, p, f"answer: {aborted}", "ok" if aborted == "ok" else "refused")],
+        footer=[f"On disk: {len(data)} records, "
+                f"{sum(1 for r in rows if r['control'])} markers, producer id {pid}, "
+                f"epoch(s) {', '.join(map(str, epochs))}.",
+                f"read_committed returned {len(run.reads)} record(s): "
+                f"{run.anomalies} aborted read(s)."])
     return fig

@@ -303,6 +303,10 @@ class GroupRun:
         kinds = [e.kind for e in self.timeline if e.t <= self.end]
         return kinds.count("committed"), kinds.count("commit-failed")
 
+    def owners(self, at: float) -> dict[int, str]:
+        """Which member held each partition at ``at``: chapter 2b's filled figure."""
+        return owners(self.timeline, at)
+
     def staller_idle(self) -> float:
         """The longest time a partition the staller held at its stall went unconsumed."""
         mine = [p for p, m in owners(self.timeline, self.stall).items() if m == self.staller]

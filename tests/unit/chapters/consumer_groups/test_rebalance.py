@@ -75,6 +75,8 @@ def test_an_eager_stall_stops_the_whole_group_twice():
     # c's partitions: idle from its stall (the window opens at 3.0) until a and b took
     # them over at 9.8
     assert run.staller_idle() == pytest.approx(9.8 - 3.0)
+    assert run.owners(3.0) == R.owners(tl, 3.0)  # the figure of the run reads these
+    assert "c" in run.owners(3.0).values() and "c" not in run.owners(12.0).values()
     # each window: both healthy members inside on_revoke for a flush of all they held
     assert eviction.revokes == {"a": [(9.0, 9.4, 2)], "b": [(9.0, 9.4, 2)]}
     assert eviction.shortest_revoke() == pytest.approx(2 * FLUSH)
