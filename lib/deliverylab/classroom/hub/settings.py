@@ -77,6 +77,12 @@ class HubSettings:
     #: student reaches another's ports) or ``shared`` (the host's; any student can
     #: connect to another's brokers). docker: the class network, whatever this says.
     student_network: str = "isolated"
+    #: Who may open the instructor's dashboard (:mod:`.dashboard`) besides the hub's
+    #: admins: hub users in the ``instructors`` group, who log in with the shared
+    #: password or their own (``passwords``) and have no server of their own.
+    instructors: list[str] = field(default_factory=list)
+    dashboard_port: int = 8002  # the dashboard service's own port (behind the proxy)
+    dashboard_refresh: int = 5  # seconds between the dashboard page's reloads
 
     def __post_init__(self) -> None:
         if self.spawner not in SPAWNERS:
@@ -94,16 +100,24 @@ class HubSettings:
             if len(self.prefix + name) > 32:
                 raise bad_value("student name", name, f"at most {32 - len(self.prefix)} "
                                 f"characters with the prefix {self.prefix!r}")
+        for name in self.instructors:
+            if not name or not set(name) <= NAME_CHARS or name in self.students:
+                raise bad_value("instructor name", name, "lower-case letters, digits and "
+                                "'-', not a student's name")
+        if not 1 <= self.dashboard_refresh <= 3600:
+            raise bad_value("dashboard_refresh", self.dashboard_refresh, "seconds, 1 to 3600")
         for name, pw in self.passwords.items():
-            if name not in self.students or len(pw) < 8:
+            if name not in self.students + self.instructors or len(pw) < 8:
                 raise bad_value(f"class-list password of {name}", "*" * len(pw),
-                                "a listed student's password of 8 characters or more")
+                                "a listed student's or instructor's password of 8 "
+                                "characters or more")
         if self.mem_limit_gb is None and not self.allow_uncapped:
             raise LabError("no memory cap per student: give --mem-limit-gb GB (the plan's "
                            f"is {default_mem_limit_gb():g}) or --allow-uncapped")
         if self.mem_limit_gb is not None and not 0.0625 <= self.mem_limit_gb <= 1024:
             raise bad_value("mem_limit_gb", self.mem_limit_gb, "gigabytes, 0.0625 to 1024")
-        if len(self.password) < 8 and set(self.passwords) != set(self.students):
+        if len(self.password) < 8 and set(self.passwords) != set(
+                self.students + self.instructors):
             raise bad_value("password", "*" * len(self.password), "8 characters or more "
                             "(JupyterHub's SharedPasswordAuthenticator asks for 8)")
 
