@@ -47,7 +47,7 @@ from typing import Any
 from ..dashboard import REFRESH_S, StudentState
 from ..dashboard import page as render
 from ..instructor import RESULT_DIRS, Collected, ResultFile, add_student
-from .settings import HubSettings
+from .settings import SERVICE_MARK, HubSettings
 
 NAME = "instructor"
 #: The group whose members may open the dashboard (besides the hub's admins).
@@ -70,19 +70,22 @@ def service_scopes(students: list[str]) -> list[str]:
 def service_config(s: HubSettings, run_as_root: bool) -> tuple[dict, list[dict], dict]:
     """JupyterHub's ``services`` entry, ``load_roles`` entries and ``load_groups`` for the
     dashboard (``run_as_root``: the hub is root, so the service becomes :data:`SERVICE_USER`)."""
+    python_bin = s.service_bin or s.venv_bin
     service: dict[str, Any] = {
         "name": NAME,
         "url": f"http://127.0.0.1:{s.dashboard_port}",
-        "command": [os.path.join(s.venv_bin, "python"), "-m",
+        "command": [os.path.join(python_bin, "python"), "-m",
                     "deliverylab.classroom.hub.dashboard",
                     "--students", ",".join(s.students), "--prefix", s.prefix,
                     "--public-url", s.url, "--spawner", s.spawner,
                     "--refresh", str(s.dashboard_refresh),
                     *(["--mem-limit-gb", str(s.mem_limit_gb)] if s.mem_limit_gb else [])],
-        # the students' Python (host.prepare_runtime's copy and its LD_LIBRARY_PATH
-        # where the venv's own sits in a home nobody else can enter)
-        "environment": {**s.extra_env, "PYTHONPATH": s.pythonpath,
-                        "PATH": f"{s.venv_bin}:/usr/bin:/bin"},
+        # a Python nobody can run (host.prepare_runtime's copy and its LD_LIBRARY_PATH
+        # where the venv's own sits in a home nobody else can enter: the hub's start
+        # sets service_bin on both spawners; JupyterHub exits at start if it cannot run)
+        "environment": {**(s.service_env if s.service_bin else s.extra_env),
+                        "PYTHONPATH": s.pythonpath, "PATH": f"{python_bin}:/usr/bin:/bin",
+                        SERVICE_MARK: s.state},
         "cwd": "/",
         "oauth_no_confirm": True,  # the class's own service: no "authorize?" page
     }

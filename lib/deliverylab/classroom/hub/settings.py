@@ -21,6 +21,10 @@ from ..plan import default_mem_limit_gb
 from .host import CHP, CLASS_CACHE, LIB, ROOT
 from .network import NETWORKS
 
+#: In the environment of every service the hub starts, valued with the class's state
+#: folder: JupyterHub starts them in sessions of their own, so a hub that dies leaves
+#: them running, and this is how its owner (:func:`.hub.stop_services`) finds them.
+SERVICE_MARK = "DELIVERYLAB_CLASSROOM_HUB"
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 #: How each student's server runs: as their own Unix user on this host (``local``), or
 #: in a container of the lab image (``docker``, :mod:`.docker`).
@@ -82,6 +86,13 @@ class HubSettings:
     #: password or their own (``passwords``) and have no server of their own.
     instructors: list[str] = field(default_factory=list)
     dashboard_port: int = 8002  # the dashboard service's own port (behind the proxy)
+    #: The Python the hub's services run (the dashboard, as ``nobody`` under a root
+    #: hub): a ``bin`` folder and the environment it needs, both from
+    #: :func:`.host.prepare_runtime`, set at start on either spawner (the Docker path's
+    #: students run the image's Python, but the dashboard runs on the host). Empty:
+    #: ``venv_bin`` and ``extra_env``.
+    service_bin: str = ""
+    service_env: dict[str, str] = field(default_factory=dict)
     dashboard_refresh: int = 5  # seconds between the dashboard page's reloads
 
     def __post_init__(self) -> None:

@@ -27,7 +27,7 @@ from . import dashboard
 from . import docker as class_docker
 from . import network as netns
 from .limits import Limits, why_not
-from .settings import HubSettings
+from .settings import SERVICE_MARK, HubSettings
 from .users import ensure_student, sweep
 
 #: What the idle culler may do (its README's list): see users' activity, stop servers.
@@ -249,6 +249,7 @@ def configure(c: Any, settings_path: str) -> None:
         "name": "idle-culler",
         "command": [sys.executable, "-m", "jupyterhub_idle_culler",
                     f"--timeout={s.cull_timeout}", f"--cull-every={s.cull_every}"],
+        "environment": {SERVICE_MARK: s.state},  # the hub's owner stops it (hub.py)
     }, board]
     c.JupyterHub.load_roles = [{"name": "idle-culler", "scopes": CULLER_SCOPES,
                                 "services": ["idle-culler"]}, *board_roles]

@@ -41,15 +41,36 @@ def test_the_service_token_reads_and_reaches_the_listed_students_only(tmp_path: 
     assert "user" not in dashboard.service_config(s, run_as_root=False)[0]
 
 
+def test_the_service_runs_the_python_the_hub_made_for_it_marked_with_the_class(
+        tmp_path: Path):
+    from deliverylab.classroom.hub.settings import SERVICE_MARK
+
+    s = settings(tmp_path, venv_bin="/root/venv/bin", extra_env={"FOR_STUDENTS": "1"},
+                 service_bin="/opt/class/venv/bin",
+                 service_env={"LD_LIBRARY_PATH": "/opt/class/python/lib"})
+    service = dashboard.service_config(s, run_as_root=True)[0]
+    assert service["command"][0] == "/opt/class/venv/bin/python"
+    env = service["environment"]
+    assert env["LD_LIBRARY_PATH"] == "/opt/class/python/lib" and "FOR_STUDENTS" not in env
+    assert env["PATH"].startswith("/opt/class/venv/bin:")
+    assert env[SERVICE_MARK] == s.state  # how the hub's owner finds it (hub.stop_services)
+    s.service_bin = ""  # settings saved before the field: the students' Python, as then
+    service = dashboard.service_config(s, run_as_root=True)[0]
+    assert service["command"][0] == "/root/venv/bin/python"
+    assert service["environment"]["FOR_STUDENTS"] == "1"
+
+
 def test_the_hub_config_loads_the_service_its_roles_and_the_instructors(tmp_path: Path):
     from traitlets.config import Config
 
     from deliverylab.classroom.hub import spawner
+    from deliverylab.classroom.hub.settings import SERVICE_MARK
 
     s = settings(tmp_path, instructors=["ida"])
     c = Config()
     spawner.configure(c, str(s.save()))
     assert [x["name"] for x in c.JupyterHub.services] == ["idle-culler", "instructor"]
+    assert all(x["environment"][SERVICE_MARK] == s.state for x in c.JupyterHub.services)
     assert {r["name"] for r in c.JupyterHub.load_roles} == {
         "idle-culler", "instructor-dashboard", "instructor-viewer"}
     assert c.JupyterHub.load_groups == {"instructors": {"users": ["ida"]}}
