@@ -65,8 +65,11 @@ class Hub:
         everything started so far is stopped (:meth:`stop`) before the error is raised."""
         try:
             return self._start(timeout)
-        except BaseException:
-            self.stop(remove_users=self.ephemeral)
+        except BaseException as exc:
+            try:
+                self.stop(remove_users=self.ephemeral)
+            except Exception as also:  # the start's error stays the one raised
+                exc.add_note(f"and stopping what the hub had started failed: {also}")
             raise
 
     def _start(self, timeout: float) -> Hub:
