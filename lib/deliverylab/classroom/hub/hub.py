@@ -15,7 +15,6 @@ import pwd
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -166,18 +165,20 @@ def stop_services(state: str, timeout: float = 10.0) -> list[int]:
     each in a session of its own and does not stop them when it exits at start (seen:
     the culler outlived a hub that exited 1); neither holds state a SIGTERM would save,
     and the culler outlasts SIGTERM (the hub's shutdown waited ~29 s on it)."""
-    deadline, killed = time.monotonic() + timeout, set()
-    while pids := services_of(state):
+    killed: set[int] = set()
+
+    def none_left() -> bool:  # SIGKILL whatever is still there; done when nothing is
+        pids = services_of(state)
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         killed.update(pids)
-        if time.monotonic() > deadline:
-            raise LabError(f"the hub's services (pids {pids}) still running after "
-                           f"{timeout:.0f} s of SIGKILL")
-        time.sleep(0.1)
+        return not pids
+
+    wait_until(f"the services of the hub at {state} to end after SIGKILL", none_left,
+               timeout, interval=0.1, explain=lambda: f"; still running: {services_of(state)}")
     return sorted(killed)
 
 
