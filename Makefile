@@ -122,7 +122,9 @@ bundle: setup
 # build/classroom/class-sheet.txt, 0600; CLASSROOM_PASSWORD=...: one shared password
 # instead, which lets any student log in as another), the idle culler after
 # CULL_TIMEOUT s, MEM_LIMIT_GB/CPU_LIMIT per student (a cgroup each). docs/instructors.md:
-# "make classroom". Ctrl-C stops the hub, every server and every student process.
+# "make classroom". INSTRUCTORS=ida,... (default: one user `instructor`) may open the
+# live dashboard at /services/instructor/. Ctrl-C stops the hub, every server and every
+# student process.
 # SPAWNER=docker: a container of the lab image per student instead (the engine started
 # and the image built first: docker/engine.sh, docker/lab-image.sh; limits by Docker).
 SPAWNER ?= local
@@ -147,7 +149,8 @@ classroom: setup $(CHP)
 	$(BIN)/python -m deliverylab.classroom.hub start --students $(STUDENTS) \
 	    --port $(HUB_PORT) --cull-timeout $(CULL_TIMEOUT) --spawner $(SPAWNER) \
 	    $(if $(MEM_LIMIT_GB),--mem-limit-gb $(MEM_LIMIT_GB)) $(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT)) \
-	    $(if $(filter-out 0,$(ALLOW_UNCAPPED)),--allow-uncapped)
+	    $(if $(filter-out 0,$(ALLOW_UNCAPPED)),--allow-uncapped) \
+	    $(if $(INSTRUCTORS),--instructors $(INSTRUCTORS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache

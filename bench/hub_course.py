@@ -210,11 +210,12 @@ def main(argv: list[str] | None = None) -> int:
               "load, and may fail for that", flush=True)
     cache, chp = prepare_cache(), install_proxy()
     prefix = f"dlc{secrets.token_hex(2)}-"
-    port, hub_port, api_port = free_ports(3)
+    port, hub_port, api_port, board_port = free_ports(4)
     names = list(NAMES[: args.students])
     settings = HubSettings(students=names, password=secrets.token_urlsafe(12),
                                   state=str(ROOT / "build" / f"bench-hub-{prefix[:-1]}"),
                                   port=port, hub_port=hub_port, proxy_api_port=api_port,
+                                  dashboard_port=board_port,
                                   prefix=prefix, cache=str(cache), chp=str(chp),
                                   mem_limit_gb=args.mem_limit_gb, profile=args.profile)
     print(f"{len(names)} students ({', '.join(names)}), chapters {' '.join(args.chapters)}, "

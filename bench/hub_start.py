@@ -51,11 +51,12 @@ def one_student(url: str, name: str, password: str) -> dict[str, float]:
 
 def wave(count: int, cache: Path, chp: Path) -> list[dict[str, float]]:
     prefix = f"dlb{secrets.token_hex(2)}-"
-    port, hub_port, api_port = free_ports(3)
+    port, hub_port, api_port, board_port = free_ports(4)
     names = [f"s{i}" for i in range(count)]
     settings = HubSettings(students=names, password=secrets.token_urlsafe(12),
                                   state=str(ROOT / "build" / f"bench-hub-{prefix[:-1]}"),
                                   port=port, hub_port=hub_port, proxy_api_port=api_port,
+                                  dashboard_port=board_port,
                                   prefix=prefix, cache=str(cache), chp=str(chp))
     hub = Hub(settings, ephemeral=True)
     try:

@@ -250,7 +250,8 @@ def start_hub(proxy: Path) -> Iterator[Callable[..., Hub]]:
 
     def start(students: list[str], **settings) -> Hub:
         prefix = f"dlt{secrets.token_hex(2)}-"
-        port, hub_port, api_port = free_ports(3)
+        port, hub_port, api_port, board_port = free_ports(4)
+        settings.setdefault("dashboard_port", board_port)  # not 8002: another hub's
         state = Path(__file__).resolve().parents[1] / "build" / f"test-hub-{prefix.rstrip('-')}"
         s = HubSettings(students=students, password=secrets.token_urlsafe(12),
                                state=str(state), port=port, hub_port=hub_port,

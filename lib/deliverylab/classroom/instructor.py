@@ -136,6 +136,17 @@ def _chapter_rows(student: str, data: dict[str, Any], where: str) -> tuple[dict,
     return row, rows
 
 
+@dataclass
+class ResultFile:
+    """One results file's text, wherever it was read from: a student's folder on this
+    host (:func:`collect`) or their server's contents API (the hub's dashboard,
+    :mod:`deliverylab.classroom.hub.dashboard`, which cannot read the folders)."""
+
+    where: str  # named in the page's "could not read" and "skipped" lists
+    text: str
+    mtime: float  # the same chapter twice: the newest counts
+
+
 def collect(homes: Iterable[str | Path], prefix: str = "") -> Collected:
     """Read every student's results (see the module doc for where and what shape);
     ``prefix`` is taken off the home folders' names to name the students."""
@@ -150,35 +161,46 @@ def collect(homes: Iterable[str | Path], prefix: str = "") -> Collected:
             out.problems.append(f"{home}: a second folder for student {student!r}, skipped")
             continue
         seen.add(student)
-        out.students.append(student)
-        latest: dict[str, tuple[float, dict, list[dict]]] = {}
+        files = []
         for path in result_files(home):
-            where = str(path)
             try:
-                data = json.loads(path.read_text())
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                out.problems.append(f"{where}: not readable JSON ({str(exc)[:80]})")
-                continue
-            try:
-                if isinstance(data, dict) and ("chapter" in data or "checks" in data):
-                    row, rows = _chapter_rows(student, data, where)
-                    mtime = path.stat().st_mtime
-                    # the same chapter in both folders: the newest run counts
-                    if row["chapter"] not in latest or latest[row["chapter"]][0] < mtime:
-                        latest[row["chapter"]] = (mtime, row, rows)
-                elif isinstance(data, dict) and ("exercise" in data or "cells" in data):
-                    cells, points = grade_rows(student, data)
-                    out.cells += cells
-                    out.points += points
-                else:
-                    out.skipped.append(where)
-            except ValueError as exc:
-                out.problems.append(f"{where}: {exc}")
-        for _, row, rows in sorted(latest.values(), key=lambda t: t[1]["chapter"]):
-            out.predictions += row.pop("predictions")
-            out.chapters.append(row)
-            out.checks += rows
+                files.append(ResultFile(str(path), path.read_text(), path.stat().st_mtime))
+            except (OSError, UnicodeDecodeError) as exc:
+                out.problems.append(f"{path}: not readable JSON ({str(exc)[:80]})")
+        add_student(out, student, files)
     return out
+
+
+def add_student(out: Collected, student: str, files: Iterable[ResultFile]) -> None:
+    """Add one student's results files (read by the caller) to ``out``: the one reading
+    of a file's shape that the page, the notebook view and the dashboard share."""
+    out.students.append(student)
+    latest: dict[str, tuple[float, dict, list[dict]]] = {}
+    for f in files:
+        try:
+            data = json.loads(f.text)
+        except ValueError as exc:
+            out.problems.append(f"{f.where}: not readable JSON ({str(exc)[:80]})")
+            continue
+        try:
+            if isinstance(data, dict) and ("chapter" in data or "checks" in data):
+                row, rows = _chapter_rows(student, data, f.where)
+                row["mtime"] = f.mtime
+                # the same chapter in both folders: the newest run counts
+                if row["chapter"] not in latest or latest[row["chapter"]][0] < f.mtime:
+                    latest[row["chapter"]] = (f.mtime, row, rows)
+            elif isinstance(data, dict) and ("exercise" in data or "cells" in data):
+                cells, points = grade_rows(student, data)
+                out.cells += cells
+                out.points += points
+            else:
+                out.skipped.append(f.where)
+        except ValueError as exc:
+            out.problems.append(f"{f.where}: {exc}")
+    for _, row, rows in sorted(latest.values(), key=lambda t: t[1]["chapter"]):
+        out.predictions += row.pop("predictions")
+        out.chapters.append(row)
+        out.checks += rows
 
 
 def prediction_counts(collected: Collected) -> Any:
@@ -236,7 +258,7 @@ def tables(collected: Collected, spark: Any = None) -> ClassView:
     chapters = _frame(spark, collected.chapters,
                       "student string, chapter string, held boolean, checks_held int, "
                       "checks int, grade_passed int, grade_failed int, seconds double, "
-                      "file string")
+                      "file string, mtime double")
     checks = _frame(spark, collected.checks,
                     "student string, chapter string, check string, held boolean")
     cells = _frame(spark, collected.cells,

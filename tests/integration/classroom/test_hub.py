@@ -9,6 +9,12 @@ student's topics live on their own brokers, under their own uid; a SIGKILLed ker
 its brokers, reaper or JVMs; the idle culler stops a server and nothing of that student
 is left running.
 
+Meanwhile the instructor watches the class in Chromium: the dashboard service
+(``/services/instructor/``, hub OAuth) lists the three students with nothing run yet
+and their memory against the cap, a student who opens it gets 403, and the page, reloading
+itself while the students work, changes while they run and shows each student's chapter
+row once their run wrote it; left open, it does not keep the idle servers from the culler.
+
 Alone (``solo``): three clusters of three brokers and three Spark drivers on two cores.
 """
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import signal
 import threading
 import time
@@ -24,6 +31,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests.browser.conftest import CHROMIUM_ARGS, chromium_executable  # noqa: F401
 from tests.integration.classroom.hub_helpers import (
     CHAPTER,
     NOTEBOOK,
@@ -33,14 +41,16 @@ from tests.integration.classroom.hub_helpers import (
 )
 
 from deliverylab.classroom import course
+from deliverylab.classroom.hub import dashboard
 from deliverylab.classroom.hub.client import Kernel, Student
 from deliverylab.classroom.hub.limits import Limits
 from deliverylab.classroom.hub.network import ClassNetwork
 from deliverylab.classroom.hub.users import processes_of
 from deliverylab.errors import LabError
+from deliverylab.process.ports import free_ports
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
-              pytest.mark.timeout(900)]
+              pytest.mark.browser, pytest.mark.timeout(900)]
 
 CULL_TIMEOUT = 60  # seconds idle; every busy kernel below reports activity every 10 s
 MEM_LIMIT_GB = 3.0  # each student's cgroup (one student peaks near 1.5 GB RSS)
@@ -92,15 +102,71 @@ def wait_for(what: str, predicate: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.5)
 
 
+BOARD = f"/services/{dashboard.NAME}/"
+#: Each student row of the dashboard: student, chapter, claim, memory (see dashboard.page).
+ROWS_JS = ("trs => trs.map(t => [t.dataset.student, t.dataset.chapter, "
+           "t.cells[4].innerText, t.cells[9].innerText])")
+
+
+@pytest.fixture
+def browser(chromium_executable: str):  # noqa: F811 -- the fixture imported above
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=chromium_executable, headless=True,
+                                      args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def log_in_to_board(browser, url: str, user: str, password: str):
+    """A fresh browser opens the dashboard: the hub's login page, then hub OAuth back to
+    the service. Returns the page and the last response's status."""
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    page.set_default_timeout(60_000)
+    page.goto(url + BOARD)
+    page.fill("#username_input", user)
+    page.fill("#password_input", password)
+    page.click("#login_submit")
+    page.wait_for_url(lambda u: "/hub/login" not in u)  # the hub took the password
+    rsp = page.goto(url + BOARD)  # logged in now: the answer the hub and service give
+    return page, rsp.status
+
+
+def wait_for_rows(page, what: str, done: Callable[[list], bool], timeout: float,
+                  failed: Callable[[], None] = lambda: None) -> list:
+    """Read the dashboard's student rows as the page reloads itself until ``done``;
+    raises after ``timeout`` naming the rows last seen (or at once if ``failed`` does)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline, rows = time.monotonic() + timeout, None
+    while True:
+        try:
+            rows = page.eval_on_selector_all("#students tr[data-student]", ROWS_JS)
+        except PlaywrightError:  # between two reloads
+            rows = None
+        if rows is not None and done(rows):
+            return rows
+        failed()
+        if time.monotonic() > deadline:
+            raise LabError(f"timed out after {timeout:.0f} s waiting for the dashboard "
+                           f"to show {what}; last rows seen: {rows}")
+        page.wait_for_timeout(500)
+
+
 def server_pid(uid: int) -> int:
     [pid] = [p for p in processes_of(uid)
              if "jupyterhub.singleuser" in " ".join(psutil.Process(p).cmdline())]
     return pid
 
 
-def test_three_students_at_once(start_hub, class_cache: Path):
+def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts: str):
     hub = start_hub(["ann", "ben", "cat"], cache=str(class_cache), cull_timeout=CULL_TIMEOUT,
-                    cull_every=10, activity_interval=10, mem_limit_gb=MEM_LIMIT_GB)
+                    cull_every=10, activity_interval=10, mem_limit_gb=MEM_LIMIT_GB,
+                    instructors=["ida"], dashboard_port=free_ports(1)[0],
+                    dashboard_refresh=2)
     s = hub.settings
     students = {n: Student(s.url, n, s.password) for n in s.students}
     with pytest.raises(LabError, match="HTTP 403"):
@@ -119,6 +185,23 @@ def test_three_students_at_once(start_hub, class_cache: Path):
         cgroups = Path(f"/proc/{server_pid(uid)}/cgroup").read_text()
         assert f"/deliverylab/{s.unix_name(name)}" in cgroups or not Limits.available(), \
             f"{name}'s server is not in its cgroup: {cgroups}"
+
+    # --- the instructor's dashboard, before anyone ran a chapter ---------------------
+    board_procs = [p for p in psutil.process_iter(["cmdline", "uids"])
+                   if "deliverylab.classroom.hub.dashboard" in (p.info["cmdline"] or [])
+                   and s.prefix in (p.info["cmdline"] or [])]
+    assert [p.info["uids"].real for p in board_procs] == [pwd.getpwnam("nobody").pw_uid], \
+        f"the dashboard service is not one process running as nobody: {board_procs}"
+    board, status = log_in_to_board(browser, s.url, "ida", s.password)
+    assert status == 200, f"the instructor's dashboard answered {status}"
+    memory = (rf"\d+ MiB of {int(MEM_LIMIT_GB * 1024)} MiB" if Limits.available()
+              else "not measured")
+    rows = wait_for_rows(board, "three students, nothing run, memory against the cap",
+                         lambda rows: sorted(r[0] for r in rows) == ["ann", "ben", "cat"]
+                         and all(r[1] == "" and re.search(memory, r[3]) for r in rows), 60)
+    print("dashboard before the chapters:", rows)
+    _, status = log_in_to_board(browser, s.url, "ann", s.password)
+    assert status == 403, f"a student opened the instructor's dashboard: {status}"
 
     # --- the chapter, headless, in a kernel of each student's server -----------------
     kernels: dict[str, Kernel] = dict(zip(students, parallel(
@@ -141,7 +224,42 @@ def test_three_students_at_once(start_hub, class_cache: Path):
             kernels[name].execute("pass")
         return took
 
-    took = parallel(run, list(students))
+    # the students run the chapter while the instructor's page reloads itself
+    outcome: dict[str, object] = {}
+
+    def class_runs() -> None:
+        try:
+            outcome["took"] = parallel(run, list(students))
+        except BaseException as exc:  # raised below, in the test's thread
+            outcome["error"] = exc
+
+    runner = threading.Thread(target=class_runs, name="class-runs")
+    runner.start()
+
+    def runs_failed() -> None:
+        if "error" in outcome:
+            raise outcome["error"]  # type: ignore[misc]
+
+    live: set[str] = set()  # what the page showed while a student's run was going
+
+    def all_held(rows: list) -> bool:
+        if running[0] > 0:
+            live.add(repr(rows))
+        return sorted((r[0], r[1], r[2]) for r in rows) == [
+            (n, CHAPTER, "held") for n in ("ann", "ben", "cat")]
+
+    try:
+        rows = wait_for_rows(board, "each student's chapter 00 row, its claim held",
+                             all_held, 900, runs_failed)
+        print(f"dashboard showed the three results with {running[0]} run(s) still going:",
+              rows, f"({len(live)} different pages while the runs went)")
+        assert len(live) >= 2, f"the dashboard did not change while the class ran: {live}"
+    finally:
+        board.screenshot(path=str(Path(artifacts) / "hub-instructor-dashboard.png"),
+                         full_page=True)
+        runner.join()
+    runs_failed()
+    took = outcome["took"]
     print("chapter 00 per student (s):", [round(t) for t in took])
     peaks = {n: Limits(s.unix_name(n), 1 << 30, None).peak_bytes() for n in students}
     print("peak memory per student's cgroup (MiB):",

@@ -9,6 +9,8 @@ a student's kernel sees no process of the other (own PID namespace), none of the
 files (own mounts), cannot reach their server or brokers (own network namespace, no
 traffic between the class's containers); stopping a server through the hub removes its
 container and every process in it; the hub's shutdown leaves no container or network.
+The instructor's dashboard runs on the host beside the hub (as ``nobody``) and answers
+with both students' rows, then with each one's chapter 00 claim held; a student gets 403.
 
 Alone (``solo``): two JupyterLab servers, two clusters and two Spark drivers on two
 cores, and the test looks at every container of its class on the engine.
@@ -16,16 +18,21 @@ cores, and the test looks at every container of its class on the engine.
 
 from __future__ import annotations
 
+import html
 import json
+import pwd
+import re
 import socket
 import subprocess
 import time
 
 import psutil
 import pytest
+import requests
 from tests.integration.classroom.hub_helpers import CHAPTER, NOTEBOOK, claim_held, parallel
 
 from deliverylab.classroom import course
+from deliverylab.classroom.hub import dashboard
 from deliverylab.classroom.hub import docker as class_docker
 from deliverylab.classroom.hub.client import Kernel, Student
 from deliverylab.cluster.ready import wait_until
@@ -84,10 +91,22 @@ def host_pids(container: str) -> dict[int, str]:
     return {int(pid): comm for pid, comm in (line.split(None, 1) for line in out)}
 
 
+def board(url: str, token: str) -> tuple[int, list[list[str]]]:
+    """The instructor's dashboard as one request with a hub token sees it (the browser's
+    hub OAuth login is test_hub.py's): its status and its student rows, each the cells
+    student, server, in chapter, chapter, claim, ..., memory (dashboard.page)."""
+    rsp = requests.get(f"{url}/services/{dashboard.NAME}/", timeout=60,
+                       headers={"Authorization": f"token {token}"}, allow_redirects=False)
+    rows = re.findall(r"<tr data-student='[^']*' data-chapter='[^']*'>(.*?)</tr>", rsp.text)
+    return rsp.status_code, [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)]
+                             for r in rows]
+
+
 def test_two_students_in_containers(start_hub, lab_image: str):
     t_hub = time.monotonic()
     hub = start_hub(["ann", "ben"], spawner="docker", image=lab_image,
-                    mem_limit_gb=MEM_LIMIT_GB, cpu_limit=CPU_LIMIT)
+                    mem_limit_gb=MEM_LIMIT_GB, cpu_limit=CPU_LIMIT, instructors=["ida"],
+                    activity_interval=10)
     s = hub.settings
     print(f"hub up in {time.monotonic() - t_hub:.1f} s")
     # nothing listens beyond 127.0.0.1 and the class network's gateway
@@ -120,6 +139,21 @@ def test_two_students_in_containers(start_hub, lab_image: str):
     assert net["Internal"] is True, "the class network has a route out"
     assert net["Options"].get("com.docker.network.bridge.enable_icc") == "false"
 
+    # --- the instructor's dashboard: on the host, as nobody, both students listed ------
+    board_procs = [p for p in psutil.process_iter(["cmdline", "uids"])
+                   if "deliverylab.classroom.hub.dashboard" in (p.info["cmdline"] or [])
+                   and s.prefix in (p.info["cmdline"] or [])]
+    assert [p.info["uids"].real for p in board_procs] == [pwd.getpwnam("nobody").pw_uid], \
+        f"the dashboard service is not one process running as nobody: {board_procs}"
+    ida = Student(s.url, "ida", s.password).login()
+    status, rows = board(s.url, ida.token)
+    print("dashboard before the chapters:", rows)
+    assert status == 200, f"the instructor's dashboard answered {status}"
+    assert sorted((r[0], r[1], r[3]) for r in rows) == [("ann", "running", ""),
+                                                        ("ben", "running", "")], rows
+    assert all(r[-1].startswith("not measured") for r in rows), rows  # no engine socket
+    assert board(s.url, students["ann"].token)[0] == 403, "a student opened the dashboard"
+
     # --- chapter 00, headless, in a kernel of each student's server ------------------
     kernels: dict[str, Kernel] = dict(zip(students, parallel(
         lambda st: st.kernel(NOTEBOOK), students.values()), strict=True))
@@ -134,6 +168,18 @@ def test_two_students_in_containers(start_hub, lab_image: str):
         said = json.dumps([cell.outputs for cell in ran[name]], ensure_ascii=False)
         assert "no Docker engine answers → local JVM processes" in said, \
             f"{name}'s chapter did not say why it runs local brokers"
+    seen: list = [None]
+
+    def board_held() -> bool:  # re-read after the servers report the runs' activity
+        seen[0] = board(s.url, ida.token)[1]
+        return sorted((r[0], r[3], r[4]) for r in seen[0]) == [
+            ("ann", CHAPTER, "held"), ("ben", CHAPTER, "held")]
+
+    t_board = time.monotonic()
+    wait_until("the dashboard to show each student's chapter 00 claim held", board_held,
+               120, interval=2, explain=lambda: f"; its rows: {seen[0]}")
+    print(f"dashboard showed both claims held {time.monotonic() - t_board:.0f} s after "
+          f"the runs: {seen[0]}")
     peaks = {n: class_docker.peak_memory(got["Id"]) for n, got in info.items()}
     print("peak memory per container (MiB):", {n: p and p // 2**20 for n, p in peaks.items()})
 

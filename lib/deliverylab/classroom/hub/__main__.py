@@ -42,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="instead of generated passwords: one password for every "
                        "student without their own (or CLASSROOM_PASSWORD); any student "
                        "can then log in as another")
+    start.add_argument("--instructors", default="instructor",
+                       help="who may open the live dashboard at /services/instructor/ "
+                       "(comma-separated or a file, as --students; default: one user "
+                       "'instructor'); their passwords go on the sheet like the students'")
     start.add_argument("--port", type=int, default=8000,
                        help="the hub's public port; the hub itself uses 8081 and the "
                        "proxy's API 8001 (as JupyterHub does)")
@@ -77,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         students, passwords, new = class_credentials(
             args.students, args.password, Path(args.state))
-        settings = HubSettings(students=students, passwords=passwords,
+        instructors, theirs, new_too = class_credentials(
+            args.instructors, args.password, Path(args.state))
+        new += new_too
+        settings = HubSettings(students=students, passwords={**passwords, **theirs},
+                               instructors=instructors,
                                password=args.password, port=args.port, state=args.state,
                                cull_timeout=args.cull_timeout,
                                mem_limit_gb=args.mem_limit_gb or default_mem_limit_gb(),
@@ -103,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     login = (f"with their own passwords: print {sheet} (0600; new for "
              f"{', '.join(new) or 'nobody'})" if sheet else "with the shared password")
     print(f"JupyterHub: {settings.url} -- students {', '.join(settings.students)} log in "
-          f"{login} ({how}); homes {settings.homes_glob()}; Ctrl-C stops it", flush=True)
+          f"{login} ({how}); homes {settings.homes_glob()}; the instructor's dashboard: "
+          f"{settings.url}/services/instructor/ ({', '.join(settings.instructors)}); "
+          "Ctrl-C stops it", flush=True)
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
 

@@ -1,6 +1,7 @@
 """A running JupyterHub for ``make classroom``: started under a reaper, awaited on its
-API, stopped with everything it must not leave behind (the proxy, every student's
-processes, cgroups and network namespaces; docker: the class's containers and network).
+API, stopped with everything it must not leave behind (its services, the proxy, every
+student's processes, cgroups and network namespaces; docker: the class's containers and
+network), also when it fails to start.
 
 The settings it runs with are :mod:`.settings`'s; the students' Unix users
 :mod:`.users`'; the command line (``python -m deliverylab.classroom.hub``) is
@@ -21,7 +22,7 @@ from ...errors import LabError
 from ...waiting import wait_until
 from .host import prepare_runtime as _prepare_runtime
 from .network import ClassNetwork
-from .settings import HubSettings
+from .settings import SERVICE_MARK, HubSettings
 from .users import ensure_student, remove_students, sweep
 
 # --- the caps --------------------------------------------------------------------------
@@ -51,11 +52,26 @@ class Hub:
         self.settings = settings
         self.ephemeral = ephemeral  # a test's or bench's class: users removed even then
         self.proc: subprocess.Popen | None = None
+        #: How JupyterHub is run (a unit test runs a stand-in); ``-f <config>`` follows.
+        self.command = [sys.executable, "-m", "jupyterhub"]
         self.children = None
         #: What :func:`stop_everything` still found after the hub's own shutdown.
         self.swept: list[str] = []
 
     def start(self, timeout: float = 60.0) -> Hub:
+        """Prepare the host, start JupyterHub and wait until it answers. If anything
+        fails on the way (JupyterHub exits 1 when a managed service cannot start),
+        everything started so far is stopped (:meth:`stop`) before the error is raised."""
+        try:
+            return self._start(timeout)
+        except BaseException as exc:
+            try:
+                self.stop(remove_users=self.ephemeral)
+            except Exception as also:  # the start's error stays the one raised
+                exc.add_note(f"and stopping what the hub had started failed: {also}")
+            raise
+
+    def _start(self, timeout: float) -> Hub:
         from ...process.children import Children
 
         s = self.settings
@@ -68,6 +84,8 @@ class Hub:
             docker.prepare(s)  # the class network first: its gateway is the hub's ip
             for student in s.students:
                 docker.ensure_home(s, student)
+            if os.geteuid() == 0:  # the dashboard runs as nobody, on the host
+                s.service_bin, s.service_env = _prepare_runtime(s.venv_bin)
         else:
             check_caps(s)
             if s.student_network == "isolated":
@@ -76,6 +94,7 @@ class Hub:
                 s.hub_ip = net.hub_address
             s.venv_bin, env = _prepare_runtime(s.venv_bin)
             s.extra_env = {**s.extra_env, **env}
+            s.service_bin, s.service_env = s.venv_bin, env
             for student in s.students:
                 ensure_student(s, student)
         path = s.save()
@@ -88,11 +107,11 @@ class Hub:
                + os.environ.get("PYTHONPATH", ""),
                "PATH": str(Path(sys.executable).parent) + os.pathsep
                + os.environ.get("PATH", "")}
-        self.proc = self.children.start(
-            "jupyterhub", [sys.executable, "-m", "jupyterhub", "-f",
-                           str(state / "jupyterhub_config.py")],
-            state / "jupyterhub.log", env=env, cwd=state)
+        env.pop(SERVICE_MARK, None)  # the hub is no service of its class
         self.log = state / "jupyterhub.log"
+        self.proc = self.children.start(
+            "jupyterhub", [*self.command, "-f", str(state / "jupyterhub_config.py")],
+            self.log, env=env, cwd=state)
 
         def answers() -> bool:  # refused, or an error status (HTTPError): not yet
             with urllib.request.urlopen(f"{s.url}/hub/api/", timeout=2) as rsp:
@@ -104,31 +123,18 @@ class Hub:
         return self
 
     def stop(self, remove_users: bool = False) -> None:
-        """Stop the hub (it stops every student's server, each swept), then the proxy;
-        with ``remove_users`` delete the class's Unix users and homes."""
+        """Stop the hub's services (:func:`stop_services`: the idle culler would hold
+        JupyterHub's shutdown ~29 s), the hub (it stops every student's server, each
+        swept), then what it leaves (:func:`stop_everything`: the proxy, every student's
+        process, a service it did not stop); with ``remove_users`` delete the class's
+        Unix users and homes. Safe to call again, and after a start that failed."""
+        stop_services(self.settings.state)
         if self.proc is not None and self.children is not None:
-            self._stop_culler()
             self.children.stop(self.proc, timeout=60, sig=signal.SIGTERM)
         self.swept = stop_everything(self.settings, remove_users=remove_users)
         if self.children is not None:
             self.children.close()
             self.children = None
-
-    def _stop_culler(self) -> None:
-        """SIGKILL the idle culler first: it outlasts JupyterHub's SIGINT and SIGTERM
-        (measured: the hub's shutdown waited ~29 s on it), and it holds no state."""
-        import psutil
-
-        try:
-            children = psutil.Process(self.proc.pid).children()
-        except psutil.Error:
-            return
-        for child in children:
-            try:
-                if "jupyterhub_idle_culler" in child.cmdline():
-                    child.kill()
-            except psutil.Error:
-                continue
 
     def __enter__(self) -> Hub:
         return self.start()
@@ -137,11 +143,52 @@ class Hub:
         self.stop()
 
 
+def services_of(state: str) -> list[int]:
+    """Pids of the live (not zombie) processes of a hub's services: those whose
+    environment has :data:`.settings.SERVICE_MARK` set to the class's ``state`` folder."""
+    import psutil
+
+    pids = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if (proc.info["status"] != psutil.STATUS_ZOMBIE
+                    and proc.environ().get(SERVICE_MARK) == state):
+                pids.append(proc.pid)
+        except psutil.Error:  # gone, or not ours to read
+            continue
+    return pids
+
+
+def stop_services(state: str, timeout: float = 10.0) -> list[int]:
+    """SIGKILL every process of the hub's services (:func:`services_of`: the idle
+    culler, the dashboard) until none is left; returns their pids. JupyterHub starts
+    each in a session of its own and does not stop them when it exits at start (seen:
+    the culler outlived a hub that exited 1); neither holds state a SIGTERM would save,
+    and the culler outlasts SIGTERM (the hub's shutdown waited ~29 s on it)."""
+    killed: set[int] = set()
+
+    def none_left() -> bool:  # SIGKILL whatever is still there; done when nothing is
+        pids = services_of(state)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        killed.update(pids)
+        return not pids
+
+    wait_until(f"the services of the hub at {state} to end after SIGKILL", none_left,
+               timeout, interval=0.1, explain=lambda: f"; still running: {services_of(state)}")
+    return sorted(killed)
+
+
 def stop_everything(settings: HubSettings, remove_users: bool = False) -> list[str]:
-    """What must not outlive a hub: the proxy (JupyterHub starts it in its own session)
-    and every student's processes (docker: the class's containers and network); with
-    ``remove_users`` the users themselves (docker: the students' folders). Returns the
-    containers and networks it had to remove (docker), for the caller to report."""
+    """What must not outlive a hub: its services (:func:`stop_services`), the proxy
+    (JupyterHub starts it in its own session) and every student's processes (docker:
+    the class's containers and network); with ``remove_users`` the users themselves
+    (docker: the students' folders). Returns the containers and networks it had to
+    remove (docker), for the caller to report."""
+    stop_services(settings.state)
     pid_file = Path(settings.state) / "jupyterhub-proxy.pid"
     try:
         os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)

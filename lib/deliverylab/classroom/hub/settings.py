@@ -21,6 +21,10 @@ from ..plan import default_mem_limit_gb
 from .host import CHP, CLASS_CACHE, LIB, ROOT
 from .network import NETWORKS
 
+#: In the environment of every service the hub starts, valued with the class's state
+#: folder: JupyterHub starts them in sessions of their own, so a hub that dies leaves
+#: them running, and this is how its owner (:func:`.hub.stop_services`) finds them.
+SERVICE_MARK = "DELIVERYLAB_CLASSROOM_HUB"
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 #: How each student's server runs: as their own Unix user on this host (``local``), or
 #: in a container of the lab image (``docker``, :mod:`.docker`).
@@ -77,6 +81,19 @@ class HubSettings:
     #: student reaches another's ports) or ``shared`` (the host's; any student can
     #: connect to another's brokers). docker: the class network, whatever this says.
     student_network: str = "isolated"
+    #: Who may open the instructor's dashboard (:mod:`.dashboard`) besides the hub's
+    #: admins: hub users in the ``instructors`` group, who log in with the shared
+    #: password or their own (``passwords``) and have no server of their own.
+    instructors: list[str] = field(default_factory=list)
+    dashboard_port: int = 8002  # the dashboard service's own port (behind the proxy)
+    #: The Python the hub's services run (the dashboard, as ``nobody`` under a root
+    #: hub): a ``bin`` folder and the environment it needs, both from
+    #: :func:`.host.prepare_runtime`, set at start on either spawner (the Docker path's
+    #: students run the image's Python, but the dashboard runs on the host). Empty:
+    #: ``venv_bin`` and ``extra_env``.
+    service_bin: str = ""
+    service_env: dict[str, str] = field(default_factory=dict)
+    dashboard_refresh: int = 5  # seconds between the dashboard page's reloads
 
     def __post_init__(self) -> None:
         if self.spawner not in SPAWNERS:
@@ -94,16 +111,24 @@ class HubSettings:
             if len(self.prefix + name) > 32:
                 raise bad_value("student name", name, f"at most {32 - len(self.prefix)} "
                                 f"characters with the prefix {self.prefix!r}")
+        for name in self.instructors:
+            if not name or not set(name) <= NAME_CHARS or name in self.students:
+                raise bad_value("instructor name", name, "lower-case letters, digits and "
+                                "'-', not a student's name")
+        if not 1 <= self.dashboard_refresh <= 3600:
+            raise bad_value("dashboard_refresh", self.dashboard_refresh, "seconds, 1 to 3600")
         for name, pw in self.passwords.items():
-            if name not in self.students or len(pw) < 8:
+            if name not in self.students + self.instructors or len(pw) < 8:
                 raise bad_value(f"class-list password of {name}", "*" * len(pw),
-                                "a listed student's password of 8 characters or more")
+                                "a listed student's or instructor's password of 8 "
+                                "characters or more")
         if self.mem_limit_gb is None and not self.allow_uncapped:
             raise LabError("no memory cap per student: give --mem-limit-gb GB (the plan's "
                            f"is {default_mem_limit_gb():g}) or --allow-uncapped")
         if self.mem_limit_gb is not None and not 0.0625 <= self.mem_limit_gb <= 1024:
             raise bad_value("mem_limit_gb", self.mem_limit_gb, "gigabytes, 0.0625 to 1024")
-        if len(self.password) < 8 and set(self.passwords) != set(self.students):
+        if len(self.password) < 8 and set(self.passwords) != set(
+                self.students + self.instructors):
             raise bad_value("password", "*" * len(self.password), "8 characters or more "
                             "(JupyterHub's SharedPasswordAuthenticator asks for 8)")
 

@@ -10,6 +10,7 @@ Loaded by JupyterHub itself (``jupyterhub -f <state>/jupyterhub_config.py``, wri
 from __future__ import annotations
 
 import asyncio
+import os
 import pwd
 import sys
 from pathlib import Path
@@ -22,10 +23,11 @@ from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Dict, HasTraits, Unicode, default
 
 from ...errors import LabError
+from . import dashboard
 from . import docker as class_docker
 from . import network as netns
 from .limits import Limits, why_not
-from .settings import HubSettings
+from .settings import SERVICE_MARK, HubSettings
 from .users import ensure_student, sweep
 
 #: What the idle culler may do (its README's list): see users' activity, stop servers.
@@ -130,6 +132,9 @@ class StudentSpawner(ClassroomSettings, LocalProcessSpawner):
 
     async def start(self) -> Any:
         s = self.classroom
+        if self.user.name not in s.students:  # an instructor: the dashboard, no server
+            raise LabError(f"{self.user.name} is not a student of this class: no server "
+                           f"(the dashboard is at /services/{dashboard.NAME}/)")
         await asyncio.to_thread(ensure_student, s, self.user.name)
         self.cmd = [str(Path(s.venv_bin) / "python"), "-m", "jupyterhub.singleuser"]
         if (net := self.network()) is not None:
@@ -228,7 +233,7 @@ def configure(c: Any, settings_path: str) -> None:
     c.JupyterHub.authenticator_class = WorkshopAuthenticator
     c.SharedPasswordAuthenticator.user_password = s.password if len(s.password) >= 8 else None
     c.WorkshopAuthenticator.student_passwords = dict(s.passwords)
-    c.Authenticator.allowed_users = set(s.students)
+    c.Authenticator.allowed_users = set(s.students) | set(s.instructors)
 
     if s.spawner == "docker":
         configure_docker(c, s, settings_path)
@@ -239,10 +244,13 @@ def configure(c: Any, settings_path: str) -> None:
     c.Spawner.start_timeout = 120
     c.Spawner.http_timeout = 120
 
+    board, board_roles, groups = dashboard.service_config(s, os.geteuid() == 0)
     c.JupyterHub.services = [{
         "name": "idle-culler",
         "command": [sys.executable, "-m", "jupyterhub_idle_culler",
                     f"--timeout={s.cull_timeout}", f"--cull-every={s.cull_every}"],
-    }]
+        "environment": {SERVICE_MARK: s.state},  # the hub's owner stops it (hub.py)
+    }, board]
     c.JupyterHub.load_roles = [{"name": "idle-culler", "scopes": CULLER_SCOPES,
-                                "services": ["idle-culler"]}]
+                                "services": ["idle-culler"]}, *board_roles]
+    c.JupyterHub.load_groups = groups

@@ -22,9 +22,10 @@ def test_the_config_binds_localhost_with_the_culler_and_the_class_list(tmp_path:
     assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:18124"  # not every hub's 8001
     assert c.Authenticator.allowed_users == {"ann", "ben"}
     assert c.JupyterHub.spawner_class is spawner.StudentSpawner
-    [culler] = c.JupyterHub.services
+    culler, board = c.JupyterHub.services
     assert "--timeout=600" in culler["command"] and "--cull-every=60" in culler["command"]
-    [role] = c.JupyterHub.load_roles
+    assert board["name"] == "instructor"  # the dashboard (test_dashboard.py)
+    role = c.JupyterHub.load_roles[0]
     assert role["services"] == ["idle-culler"] and "delete:servers" in role["scopes"]
 
 
