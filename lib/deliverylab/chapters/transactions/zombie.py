@@ -112,7 +112,7 @@ def instance(spec: dict[str, Any]) -> int:
     resumed zombie's transaction ended."""
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-    from ...clients import config
+    from ...clients import close_consumer, config
 
     me = spec["process"]
     log = OpLog(spec["ops"])
@@ -188,7 +188,7 @@ def instance(spec: dict[str, Any]) -> int:
             break
         if zombie:  # not fenced: the lesson did not happen; the parent reports it
             break
-    consumer.close()
+    close_consumer(consumer)
     return 0
 
 
