@@ -10,7 +10,7 @@ commit its offsets", not seeing that the transaction already does.
 
 from confluent_kafka import KafkaException, TopicPartition
 
-EXPECTED_FAILURE = "crash_consumer x nothing_lost"  # needs a timer commit inside the open txn
+EXPECTED_FAILURE = "zombie_producer x nothing_lost"
 
 CONSUMER_SETTINGS = {"isolation.level": "read_committed", "enable.auto.commit": True}
 
