@@ -102,9 +102,9 @@ class TxnStall:
                           "commit_transaction (librdkafka's threads run on)")
         time.sleep(self.hold)  # one hold, no loop: the consumer's timers do their work
         words = (f"stalled before your {ordinal(count)} commit_transaction (its batch "
-                 f"written, its offsets sent, the transaction open) for {self.hold:.1f} s, "
-                 "then paused while a successor fenced your producer, took the group's "
-                 "partitions and finished the input; then resumed")
+                 f"written, the transaction open) for {self.hold:.1f} s, then paused while "
+                 "a successor fenced your producer, took the group's partitions from "
+                 "their committed offsets and finished the input; then resumed")
         self.events.write("fault", fault=ZOMBIE, outcome="info", words=words,
                           detail=f"{self.events.process} is SIGSTOPped {words}")
         self.events.file.flush()
