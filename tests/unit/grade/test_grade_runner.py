@@ -756,3 +756,56 @@ def test_run_once_judges_04s_zombie_by_what_its_successor_copied(monkeypatch, tm
     # no stall (a loop that never committed twice): the grader's problem, not judged
     run, v = zombie_run(monkeypatch, tmp_path, v, unplaced="not judged: no 2nd commit")
     assert run.state == UNPLACED and set(run.passed.values()) == {None}
+
+
+class FakeProc:
+    """A stage process stood in: ``ends_at`` polls of it, it has ended (None: never)."""
+
+    def __init__(self, name: str, ends_at: int | None) -> None:
+        self.name, self.ends_at, self.polls = name, ends_at, 0
+
+    def poll(self):
+        self.polls += 1
+        return 0 if self.ends_at is not None and self.polls >= self.ends_at else None
+
+
+def zombie_stage(monkeypatch, tmp_path, stalls: bool):
+    """04's Stage.overlap with its processes stood in: stage-0 stalls at once (or ends
+    without stalling), stage-1 ends after a few polls."""
+    from deliverylab.grade import runner
+
+    monkeypatch.setattr(runner, "bounds", lambda cluster, topic: [
+        {"partition": 0, "high_watermark": 4}])
+    resumed: list[str] = []
+    monkeypatch.setattr(runner, "_resume", lambda proc: resumed.append(proc.name))
+    cluster = type("C", (), {"bootstrap_servers": "localhost:1"})()
+    stage = runner.Stage(exercise("04"), tmp_path / "s.py", cluster, "in", "out", "g",
+                         tmp_path)
+    plans: dict[str, dict] = {}
+
+    def start(process, plan):
+        plans[process] = plan
+        return FakeProc(process, None if process == "stage-0" and stalls else 3)
+
+    stage.start = start
+    stage.read_events = lambda: ([{"process": "stage-0", "kind": "fault",
+                                   "fault": "zombie_producer"}] if stalls else [])
+    stage.finish = lambda process, proc, t: ("raised" if process == "stage-0" else "done",
+                                             "")
+    try:
+        return stage.overlap(), plans, resumed, stage
+    finally:
+        stage.close()
+
+
+def test_04s_zombie_resumes_once_its_successor_ended(monkeypatch, tmp_path):
+    (endings, unplaced), plans, resumed, stage = zombie_stage(monkeypatch, tmp_path, True)
+    assert plans["stage-0"] == {"stall": 2, "fault": "zombie_producer", "overlap": True}
+    assert endings == [("stage-0", "raised", ""), ("stage-1", "done", "")]
+    assert unplaced == "" and stage.handover == "ended" and resumed == ["stage-0"]
+
+
+def test_04s_zombie_that_never_committed_twice_is_not_judged(monkeypatch, tmp_path):
+    (endings, unplaced), plans, resumed, _ = zombie_stage(monkeypatch, tmp_path, False)
+    assert "stage-1" not in plans and [p for p, _, _ in endings] == ["stage-0"]
+    assert unplaced.endswith("your loop made no 2nd commit_transaction")
