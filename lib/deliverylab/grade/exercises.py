@@ -273,7 +273,7 @@ def _exactly_once(counts: dict[str, int], fault: str) -> bool:
 
 TRANSACTION_LOOP = Exercise(
     id="04", name="transaction_loop", chapter="04_transactions", function="transaction_loop",
-    faults=("none", "crash_consumer", "hold_request"),
+    faults=("none", "crash_consumer", "hold_request", "zombie_producer"),
     properties=(
         Property("nothing_lost", "every committed input value reaches the output "
                  "(read_committed)", _nothing_lost,
