@@ -4,9 +4,11 @@ Your stage copies every committed record of an input topic to an output topic, e
 once for read_committed readers. The lab runs this file in a process of its own, on a
 real cluster, and breaks it: it SIGKILLs the process right after one of your calls --
 each of your first polls, offset commits or sends and transaction commits in turn, one
-run each -- and a fresh instance takes over; and it holds one of your writes past
+run each -- and a fresh instance takes over; it holds one of your writes past
 ``message.timeout.ms``, so that a transactional call raises an *abortable* error while
-your process runs. The input also holds one *aborted* transaction. Then the lab reads
+your process runs; and it stalls your process with a transaction open (right before
+your 2nd ``commit_transaction``) while a fresh instance takes over, then lets it go on:
+a *zombie*, fenced. The input also holds one *aborted* transaction. Then the lab reads
 the output with read_committed and checks:
 
 - nothing lost: every committed input value is in the output;

@@ -38,7 +38,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from ..clients import config
 from ..history import outcome_of
 from ..values import decode
-from .search import STALL, CallCounter, CrashPoint, db_commit, writes
+from .search import CallCounter, CrashPoint, db_commit
+from .stall import Stall, TxnStall, hold_seconds
 
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
 #: redoes at most one batch" means the same thing for every solution.
@@ -205,10 +206,11 @@ class StudentProducer:
     (transactional) every transaction's begin, offsets, commit and abort, each value
     tagged with the transaction it was written in."""
 
-    def __init__(self, producer: Producer, events: Events, plan: KillPlan) -> None:
-        self._p, self._events, self._plan = producer, events, plan
+    def __init__(self, producer: Producer, events: Events, plan: KillPlan,
+                 stall: TxnStall | None = None) -> None:
+        self._p, self._events, self._plan, self._stall = producer, events, plan, stall
         self._txn: str | None = None
-        self._txns = 0
+        self._txns = self._commits = 0
 
     def begin_transaction(self, *args: Any) -> Any:
         result = self._p.begin_transaction(*args)
@@ -238,6 +240,9 @@ class StudentProducer:
         return result
 
     def commit_transaction(self, *args: Any) -> Any:
+        self._commits += 1
+        if self._stall is not None:  # the overlap fault (04): a zombie from here on
+            self._stall.before("commit_transaction", self._commits)
         result = self._end("commit_txn", self._p.commit_transaction, *args)
         self._txn = None
         self._plan.after("commit_transaction")
@@ -278,31 +283,6 @@ class StudentProducer:
 
         self._events.write("handed", values=[text] if text else [], topic=topic, txn=txn)
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
-
-
-class Stall:
-    """The overlap fault (:data:`~deliverylab.grade.search.STALL`): this process stops
-    (``SIGSTOP``, heartbeats too, as in a long GC pause) right before the student's first
-    database write of its ``n``-th message, after whatever the handler read; by count,
-    never by time. The parent starts a successor that takes the partitions and handles
-    the same messages, then resumes this one (``SIGCONT``): it finishes that call, its
-    offset commit is refused, and it ends (:func:`run_handler`)."""
-
-    def __init__(self, events: Events, n: int = 1) -> None:
-        self.events, self.n, self.fired = events, n, False
-
-    def before(self, count: int, message: str | None, sql: Any) -> None:
-        """Before each statement of the student's: stop here if it is the planned write."""
-        if self.fired or count != self.n or not writes(sql):
-            return
-        self.fired, words = True, (f"stalled before your first database write for message "
-                                   f"#{count}, while a successor took the group's "
-                                   "partitions and handled the same messages")
-        self.events.write("fault", fault=STALL, outcome="info", message=message,
-                          words=words, detail=f"{self.events.process} is SIGSTOPped {words}")
-        self.events.file.flush()
-        os.kill(os.getpid(), signal.SIGSTOP)
-        self.events.write("resumed", message=message, detail="resumed (SIGCONT)")
 
 
 #: Attributes a student may set on their database: they belong to the connection.
@@ -555,13 +535,18 @@ def run(spec: dict[str, Any]) -> int:
     events = Events(spec["events"], spec["process"])
     point = CrashPoint.parse(spec["point"]) if spec.get("point") else None
     plan = KillPlan(events, point, spec.get("cycle", ()), spec.get("fault", "crash_consumer"))
-    stall = Stall(events, int(spec["stall"])) if spec.get("stall") else None
     try:
         fn = load_solution(spec["solution"], spec["function"], events)
     except StudentRaised:
         return RAISED
     consumer_conf = {**spec["consumer"], **fn.consumer_settings,
                      "group.id": spec["group"]}
+    # The overlap fault: where this instance stops (a handler's write, or a transaction
+    # loop's commit, held as long as its consumer's own timers take).
+    handler = spec.get("kind") == "handler"
+    stall = Stall(events, int(spec["stall"])) if spec.get("stall") and handler else None
+    zombie = (TxnStall(events, int(spec["stall"]), hold_seconds(consumer_conf))
+              if spec.get("stall") and not handler else None)
     client_conf = dict(consumer_conf)
     auto_commit = str(consumer_conf.get("enable.auto.commit", True)).lower()
     if auto_commit in ("true", "1"):  # librdkafka's timer commits: seen as commits too
@@ -620,19 +605,20 @@ def run(spec: dict[str, Any]) -> int:
     events.write("start", detail=" ".join(f"{k}={v}" for k, v in sorted(consumer_conf.items())
                                           if k != "group.id"))
     try:
-        if spec.get("kind") == "handler":
+        if handler:
             run_handler(spec, events, consumer, fn.module, running, plan, stall)
         else:
             call_student(events, spec["solution"], fn, StudentConsumer(
                 consumer, events, plan, left if spec.get("full_batches") else None),
-                         StudentProducer(producer, events, plan), spec["output"], running)
+                         StudentProducer(producer, events, plan, zombie), spec["output"],
+                         running)
     except StudentRaised:
         return RAISED
     events.write("end", counts=plan.counter.counts, detail="the loop returned")
     try:
         consumer.close()
     except KafkaException:  # a stalled member the group fenced: nothing left to close
-        if not (stall and stall.fired):
+        if not any(s is not None and s.fired for s in (stall, zombie)):
             raise
     return 0
 

@@ -95,6 +95,12 @@ class Exercise:
     #: good (raise, uncommitted); not 04's abortable transaction error, which the loop
     #: answers itself (abort, rewind, go on): there a raise fails ``finishes``.
     live_raise_ok: bool = True
+    #: The overlap fault, if the exercise has one: a first instance stops (06: before a
+    #: database write; 04: before a commit_transaction) while a successor takes its
+    #: place, then resumes (:meth:`~deliverylab.grade.runner.Stage.overlap`); and at
+    #: which of its messages (06) or transaction commits (04) it stops.
+    overlap: str = ""
+    stall_at: int = 1
     #: Values of one aborted transaction the lab adds to the input.
     aborted_input: int = 0
     #: "stage": the student writes the whole loop; "handler": the lab's loop calls the
@@ -140,9 +146,13 @@ class Exercise:
 
     def hands_over(self, fault: str) -> bool:
         """Does a first stage process that raised under ``fault`` hand over to its
-        successor, which the run is judged by? Only under a live fault whose failed call
-        a raise rightly answers (``live_raise_ok``); otherwise the raise is the
-        student's (``finishes`` fails), whatever the successor does."""
+        successor, which the run is judged by? Under a live fault whose failed call a
+        raise rightly answers (``live_raise_ok``), and under a transaction loop's overlap
+        fault: the resumed instance is fenced (a fatal error), and stopping is the one
+        right answer. Otherwise the raise is the student's (``finishes`` fails), whatever
+        the successor does (06's handler that raised on finding its successor's row)."""
+        if fault == self.overlap and fault:
+            return self.transactional
         return fault in self.live_faults and self.live_raise_ok
 
     def points(self, fault: str) -> list[CrashPoint | None]:
@@ -263,7 +273,7 @@ def _exactly_once(counts: dict[str, int], fault: str) -> bool:
 
 TRANSACTION_LOOP = Exercise(
     id="04", name="transaction_loop", chapter="04_transactions", function="transaction_loop",
-    faults=("none", "crash_consumer", "hold_request"),
+    faults=("none", "crash_consumer", "hold_request", "zombie_producer"),
     properties=(
         Property("nothing_lost", "every committed input value reaches the output "
                  "(read_committed)", _nothing_lost,
@@ -273,7 +283,12 @@ TRANSACTION_LOOP = Exercise(
                  fault_hints={"hold_request": "Here one of your transactions failed and "
                               "was aborted: its output is gone, and your consumer's "
                               "position had already moved past its batch. Where does the "
-                              "next transaction start reading, and what does it commit?"}),
+                              "next transaction start reading, and what does it commit?",
+                              "zombie_producer": "Here your instance stalled with a "
+                              "transaction open; its successor aborted that transaction "
+                              "and started from the group's committed offsets, which were "
+                              "already past the batch. What besides your transaction "
+                              "commits your consumer's offsets, and when?"}),
         Property("exactly_once", "no committed input value appears twice in the output, "
                  "nor any aborted one (read_committed)", _exactly_once,
                  "A read_committed reader sees a value twice only if two committed "
@@ -283,7 +298,11 @@ TRANSACTION_LOOP = Exercise(
             "hold_request": "Here one of your writes got no answer within "
             "message.timeout.ms, and a transactional call raised an abortable error "
             "(txn_requires_abort()): it ends the transaction, not the stage. What must "
-            "your loop do so that the batch is still copied, once?"}),
+            "your loop do so that the batch is still copied, once?",
+            "zombie_producer": "Here a successor fenced your stalled instance (its "
+            "transactional calls now fail with a fatal error, fatal() is True): the "
+            "fenced instance must stop, by raising or returning, and the successor run "
+            "the input to its end."}),
     ),
     transactional=True, aborted_input=5, params=STAGE_PARAMS,
     crash_faults=("crash_consumer",),
@@ -299,6 +318,12 @@ TRANSACTION_LOOP = Exercise(
     # refuses the config otherwise).
     settings={"message.timeout.ms": 3000, "request.timeout.ms": 3000},
     live_faults=("hold_request",), live_raise_ok=False,
+    # zombie_producer (grade.stall.TxnStall): the first instance is held, then stopped,
+    # right before its 2nd commit_transaction (its batch written, offsets sent); a
+    # successor fences it and finishes the input; the resumed zombie's commit is refused
+    # (fatal: it must stop). The hold lets the consumer's own timers fire inside the open
+    # transaction: auto-commit left on moves the group past the batch, which is lost.
+    overlap="zombie_producer", stall_at=2,
     # Killed after commit_transaction#1, a loop that sent its last message's partition
     # only to the transaction has its successor copy the other partition's values of
     # that committed batch again, in committed transactions: exactly_once fails.
@@ -334,7 +359,7 @@ IDEMPOTENT_HANDLER = Exercise(
             "after its successor had handled the same message: finding another "
             "instance's finished work is a normal case for a handler, not an error."}),
     ),
-    kind="handler", params=("db", "message_id", "order", "where"),
+    kind="handler", params=("db", "message_id", "order", "where"), overlap="stall_consumer",
     crash_faults=("kill_after_db",), boundaries=("db_commit",), depth=3,
 )
 

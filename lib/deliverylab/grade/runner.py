@@ -15,8 +15,9 @@ Every run has the same shape, so that runs of different solutions compare:
    at once, as a restarted service would
    (so does it when ``stage-0`` raised under a live fault: whether that raise was right
    is the exercise's to say, :meth:`~deliverylab.grade.exercises.Exercise.hands_over`);
-   under the overlap fault (06's ``stall_consumer``) ``stage-0`` stops before a database
-   write and ``stage-1`` runs beside it, then ``stage-0`` resumes (:meth:`Stage.overlap`);
+   under the overlap fault (06's ``stall_consumer``, 04's ``zombie_producer``)
+   ``stage-0`` stops (before a database write; before a ``commit_transaction``) and
+   ``stage-1`` runs beside it, then ``stage-0`` resumes (:meth:`Stage.overlap`);
 4. the cluster is healed, the children's events become History ops, both topics are read
    back, and the run is judged -- only if it ran to its end with its crash placed
    (:func:`judge_state`): the Checker's counts and the exact redo bound decide each
@@ -53,10 +54,10 @@ from ..waiting import wait_until
 from .child import RAISED as RAISED_EXIT
 from .exercises import BROKEN, HUNG, JUDGED, RAISED, TIMEOUT, UNPLACED, Exercise
 from .search import (
-    STALL,
     CallCounter,
     CrashPoint,
     Offsets,
+    ordinal,
     redo_beyond,
     redo_bound,
     redone_values,
@@ -336,39 +337,55 @@ class Stage:
         return "done", ""
 
     def overlap(self) -> tuple[list[tuple[str, str, str]], str]:
-        """The overlap fault's run: ``stage-0`` stops itself before its first database
-        write (:class:`~deliverylab.grade.child.Stall`); ``stage-1`` starts, takes the
+        """The overlap fault's run (the exercise's ``overlap``): ``stage-0`` stops itself
+        (06: before its first database write, :class:`~deliverylab.grade.stall.Stall`;
+        04: before its 2nd ``commit_transaction``, held first,
+        :class:`~deliverylab.grade.stall.TxnStall`); ``stage-1`` starts, takes the
         group's partitions (static membership: it fences the frozen member at once;
         without, the frozen member's session runs out) and handles the same messages;
-        once it handled the stalled message (or once it has waited :data:`HANDOFF_GRACE`
-        inside one call into the student's code: on a lock the stalled one holds,
-        :func:`handed_over`), ``stage-0`` resumes and finishes
-        its call and batch. Returns the endings, first process first, and why the
-        overlap did not happen ("" when it did: the run is not judged otherwise)."""
+        then ``stage-0`` resumes and finishes its call -- in 06 once the successor
+        handled the stalled message (or has waited :data:`HANDOFF_GRACE` inside one call
+        into the student's code: on a lock the stalled one holds, :func:`handed_over`),
+        in 04 once the successor ended (it fenced the stalled producer with its
+        ``init_transactions`` and took over the input: the resumed one is a zombie).
+        Returns the endings, first process first, and why the overlap did not happen
+        ("" when it did: the run is not judged otherwise)."""
+        ex = self.exercise
+        handler = ex.kind == "handler"
         t0 = time.monotonic()
         # Both processes take a refused offset commit as the group moving on (the
         # resumed one's consumer rejoins and may briefly take the member's place back).
-        first = self.start("stage-0", {"stall": 1, "fault": STALL, "overlap": True})
+        first = self.start("stage-0", {"stall": ex.stall_at, "fault": ex.overlap,
+                                       "overlap": True})
         try:
             try:
                 stalled = wait_until("stage-0 to stall or end", lambda: next(
                     (e for e in self.read_events() if e["kind"] == "fault"
-                     and e.get("fault") == STALL), None) or first.poll() is not None,
+                     and e.get("fault") == ex.overlap), None) or first.poll() is not None,
                     STAGE_TIMEOUT, interval=0.1)
             except TimedOut:
                 self.children.kill(first)
                 return [("stage-0", "timeout", f"stage-0 neither stalled nor ended in "
                          f"{STAGE_TIMEOUT:.0f} s: killed")], ""
-            if stalled is True:  # it ended without a write to stall at
+            if stalled is True:  # it ended without a call to stall at
                 return [("stage-0", *self.finish("stage-0", first, t0))], (
-                    "not judged: the grader could not place its stall: your handler made "
-                    "no database write (INSERT, UPDATE, DELETE, REPLACE) for its 1st message")
+                    "not judged: the grader could not place its stall: " + (
+                        "your handler made no database write (INSERT, UPDATE, DELETE, "
+                        f"REPLACE) for its {ordinal(ex.stall_at)} message" if handler else
+                        f"your loop made no {ordinal(ex.stall_at)} commit_transaction"))
             t1 = time.monotonic()
             second = self.start("stage-1", {"overlap": True})
-            why = wait_until("the successor to handle the stalled message", lambda: (
-                handed_over(self.read_events(), stalled.get("message"), t1 + STALL_CAP)
-                or ("ended" if second.poll() is not None else "")),
-                STALL_CAP + 5, interval=0.1)
+            cap = STALL_CAP if handler else STAGE_TIMEOUT
+
+            def took_over() -> str:
+                ended = "ended" if second.poll() is not None else ""
+                if handler:
+                    return handed_over(self.read_events(), stalled.get("message"),
+                                       t1 + cap) or ended
+                return ended or ("cap" if time.monotonic() >= t1 + cap else "")
+
+            why = wait_until("the successor to take over", took_over, cap + 5,
+                             interval=0.1)
         except BaseException:
             _resume(first)
             raise
@@ -376,9 +393,10 @@ class Stage:
         ending1 = self.finish("stage-1", second, t1)
         ending0 = self.finish("stage-0", first, t0)
         self.handover = why
-        unplaced = "" if why in ("handled", "locked") else (
+        unplaced = "" if why in (("handled", "locked") if handler else ("ended",)) else (
             "not judged: the successor did not get the stalled message within "
-            f"{STALL_CAP:.0f} s (the group did not hand the partition over)")
+            f"{STALL_CAP:.0f} s (the group did not hand the partition over)" if handler
+            else f"not judged: the successor did not end within {STAGE_TIMEOUT:.0f} s")
         return [("stage-0", *ending0), ("stage-1", *ending1)], unplaced
 
     def read_events(self) -> list[dict[str, Any]]:
@@ -440,11 +458,12 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
                 held = nemesis.hold_request(api="Produce", count=1,
                                             client_id=stage.client_id)
             endings: list[tuple[str, str, str]] = []
-            if fault == STALL:  # two instances at once: no crash plan, no live raise
+            overlapping = bool(fault) and fault == exercise.overlap
+            if overlapping:  # two instances at once: no crash plan, no live raise
                 endings, unplaced = stage.overlap()
                 errors += [err for _, _, err in endings if err]
                 overlap = {"handover": stage.handover}
-            for i, p in enumerate([] if fault == STALL else [plan, {}] if plan or live
+            for i, p in enumerate([] if overlapping else [plan, {}] if plan or live
                                   else [{}]):
                 ended, err = stage.run(f"stage-{i}", p)
                 endings.append((f"stage-{i}", ended, err))

@@ -220,8 +220,14 @@ def redo_beyond(redone: Iterable[str], allowed: Iterable[str]) -> list[str]:
 #: The overlap fault (the registry's): a first instance of the student's handler is
 #: stopped right before its first database write of a message, a successor takes the
 #: group's partitions and handles the same messages, then the first one resumes
-#: (:class:`deliverylab.grade.child.Stall`, :meth:`deliverylab.grade.runner.Stage.overlap`).
+#: (:class:`deliverylab.grade.stall.Stall`, :meth:`deliverylab.grade.runner.Stage.overlap`).
 STALL = "stall_consumer"
+
+#: 04's overlap fault (the registry's): a first instance of the student's transaction
+#: loop is held, then stopped, right before its n-th ``commit_transaction``; a successor
+#: with the same ``transactional.id`` fences it and finishes the input; then it resumes,
+#: a zombie (:class:`deliverylab.grade.stall.TxnStall`).
+ZOMBIE = "zombie_producer"
 
 #: The statements that write rows (a ``WITH`` clause may lead any of them).
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")

@@ -3,6 +3,7 @@ ended, the verdicts each state allows, and how the report shows runs not judged.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -670,3 +671,141 @@ def test_run_once_judges_two_overlapping_instances_by_the_rows(monkeypatch, tmp_
                                 [("stage-0", "raised", ""), ("stage-1", "done", "")], values)
     run = runner.run_once(ex, sol, "stall_consumer", 1, FakeCluster())
     assert run.state == RAISED and run.passed["finishes"] is False
+
+
+def test_a_fenced_zombie_may_stop_by_raising_where_06s_handler_may_not():
+    """04's overlap fault leaves a zombie whose producer is fenced (fatal): stopping, by
+    raising too, is its one right answer, so its raise hands over to the successor. 06's
+    handler that raised on resuming raised on a normal case: the student's error."""
+    ex04, ex06 = exercise("04"), exercise("06")
+    assert ex04.overlap == "zombie_producer" and ex04.stall_at == 2
+    assert ex04.hands_over("zombie_producer") and not ex06.hands_over("stall_consumer")
+    tb = "Traceback (your code):\nKafkaException: KafkaError{code=_FENCED,fatal=True}"
+    events = [e("stage-0", "raised", detail=tb)]
+    endings = [("stage-0", "raised", ""), ("stage-1", "done", "")]
+    assert judge_state(events, endings, {}, live=ex04.hands_over("zombie_producer")) == (
+        JUDGED, "")
+    # a zombie that ended without ever stalling is a single ending: its raise is its own
+    assert judge_state(events, endings[:1], {}, live=True)[0] == RAISED
+
+
+def zombie_run(monkeypatch, tmp_path, output: list[str], unplaced: str = ""):
+    """run_once of 04 under zombie_producer, processes and read-back stood in: stage-0
+    copied v0, v1 in a committed transaction, stalled before its 2nd commit_transaction
+    with v2, v3 written, resumed after stage-1 ended and raised the fencing error;
+    stage-1 copied what it polled. ``output``: what read_committed finds."""
+    v = [f"producer-0:{i}" for i in range(4)]
+    tb = "Traceback (your code):\nKafkaException: KafkaError{code=_FENCED,fatal=True}"
+    stall = {"process": "stage-0", "kind": "fault", "fault": "zombie_producer",
+             "outcome": "info", "words": "stalled before your 2nd commit_transaction"}
+    events = [*(poll("stage-0", x, i) for i, x in enumerate(v)),
+              *(send("stage-0", x) for x in v[:2]), stall,
+              {"process": "stage-0", "kind": "resumed"},
+              {"process": "stage-0", "kind": "raised", "detail": tb},
+              *(poll("stage-1", x, i + 2) for i, x in enumerate(v[2:])),
+              *(send("stage-1", x) for x in v[2:])]
+    runner = wired(monkeypatch, events, [], output)
+    fake = runner.Stage
+
+    class OverlapStage(fake):
+        handover = "ended"
+
+        def overlap(self):
+            return [("stage-0", "raised", ""), ("stage-1", "done", "")], unplaced
+
+        def run(self, process, plan):
+            raise AssertionError("the overlap fault runs its two instances at once")
+
+    monkeypatch.setattr(runner, "Stage", OverlapStage)
+    monkeypatch.setattr(runner, "TxnProducer", NoAbortedInput)
+    sol = tmp_path / "s.py"
+    sol.write_text("def transaction_loop(c, p, o, r): pass\n")
+    return runner.run_once(exercise("04"), sol, "zombie_producer", 1, FakeCluster()), v
+
+
+class NoAbortedInput:
+    """The input's aborted transaction, stood in (it needs a broker)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def begin(self):
+        pass
+
+    def write(self, n):
+        pass
+
+    def abort(self):
+        pass
+
+
+def test_run_once_judges_04s_zombie_by_what_its_successor_copied(monkeypatch, tmp_path):
+    run, v = zombie_run(monkeypatch, tmp_path, [f"producer-0:{i}" for i in range(4)])
+    assert run.state == JUDGED and run.ok, run.passed
+    assert run.plan == {"handover": "ended"}
+    assert run.crash.startswith("stalled before your 2nd commit_transaction")
+    # the successor started past the stalled batch (the group's offsets had moved on
+    # outside the transaction): the batch is lost, and the hint names the zombie fault
+    run, v = zombie_run(monkeypatch, tmp_path, v[:2] + v[3:])
+    assert run.state == JUDGED and run.passed["nothing_lost"] is False
+    assert run.passed["finishes"] is True
+    ex04 = exercise("04")
+    ex04 = replace(ex04, faults=tuple(dict.fromkeys((*ex04.faults, "zombie_producer"))))
+    fail = Report(ex04, tmp_path / "s.py", [run]).failures()[0]
+    assert fail["property"] == "nothing_lost" and "transaction open" in fail["hint"]
+    # no stall (a loop that never committed twice): the grader's problem, not judged
+    run, v = zombie_run(monkeypatch, tmp_path, v, unplaced="not judged: no 2nd commit")
+    assert run.state == UNPLACED and set(run.passed.values()) == {None}
+
+
+class FakeProc:
+    """A stage process stood in: ``ends_at`` polls of it, it has ended (None: never)."""
+
+    def __init__(self, name: str, ends_at: int | None) -> None:
+        self.name, self.ends_at, self.polls = name, ends_at, 0
+
+    def poll(self):
+        self.polls += 1
+        return 0 if self.ends_at is not None and self.polls >= self.ends_at else None
+
+
+def zombie_stage(monkeypatch, tmp_path, stalls: bool):
+    """04's Stage.overlap with its processes stood in: stage-0 stalls at once (or ends
+    without stalling), stage-1 ends after a few polls."""
+    from deliverylab.grade import runner
+
+    monkeypatch.setattr(runner, "bounds", lambda cluster, topic: [
+        {"partition": 0, "high_watermark": 4}])
+    resumed: list[str] = []
+    monkeypatch.setattr(runner, "_resume", lambda proc: resumed.append(proc.name))
+    cluster = type("C", (), {"bootstrap_servers": "localhost:1"})()
+    stage = runner.Stage(exercise("04"), tmp_path / "s.py", cluster, "in", "out", "g",
+                         tmp_path)
+    plans: dict[str, dict] = {}
+
+    def start(process, plan):
+        plans[process] = plan
+        return FakeProc(process, None if process == "stage-0" and stalls else 3)
+
+    stage.start = start
+    stage.read_events = lambda: ([{"process": "stage-0", "kind": "fault",
+                                   "fault": "zombie_producer"}] if stalls else [])
+    stage.finish = lambda process, proc, t: ("raised" if process == "stage-0" else "done",
+                                             "")
+    try:
+        return stage.overlap(), plans, resumed, stage
+    finally:
+        stage.close()
+
+
+def test_04s_zombie_resumes_once_its_successor_ended(monkeypatch, tmp_path):
+    (endings, unplaced), plans, resumed, stage = zombie_stage(monkeypatch, tmp_path, True)
+    assert plans["stage-0"] == {"stall": 2, "fault": "zombie_producer", "overlap": True}
+    assert endings == [("stage-0", "raised", ""), ("stage-1", "done", "")]
+    assert unplaced == "" and stage.handover == "ended" and resumed == ["stage-0"]
+
+
+def test_04s_zombie_that_never_committed_twice_is_not_judged(monkeypatch, tmp_path):
+    (endings, unplaced), plans, resumed, _ = zombie_stage(monkeypatch, tmp_path, False)
+    assert "stage-1" not in plans and [p for p, _, _ in endings] == ["stage-0"]
+    assert unplaced.endswith("your loop made no 2nd commit_transaction")

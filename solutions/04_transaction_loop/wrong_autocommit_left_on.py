@@ -1,16 +1,18 @@
 """Wrong: a correct transaction loop, with the consumer's auto-commit turned on.
 
 The loop sends its offsets in the transaction, but ``enable.auto.commit: True`` also
-commits the consumer's *fetched* position every 5 s, outside any transaction. A timer
-commit that lands while a transaction is open moves the group past records whose output
-is not committed: when the stage dies mid-transaction the output is aborted and the
-successor starts after it (lost). A student turns it on because "the consumer should
-commit its offsets", not seeing that the transaction already does.
+commits the position of what ``consume()`` has returned, every 5 s, outside any
+transaction. A timer commit that lands while a transaction is open moves the group past
+records whose output is not committed: when the instance stalls there and a successor
+takes over (or it dies there), the open transaction is aborted and the successor starts
+after the batch: lost. A student turns it on because "the consumer should commit its
+offsets", not seeing that the transaction already does; a crash right after one of the
+loop's calls never lands between the timer's commit and the transaction's.
 """
 
 from confluent_kafka import KafkaException, TopicPartition
 
-EXPECTED_FAILURE = "crash_consumer x nothing_lost"  # needs a timer commit inside the open txn
+EXPECTED_FAILURE = "zombie_producer x nothing_lost"
 
 CONSUMER_SETTINGS = {"isolation.level": "read_committed", "enable.auto.commit": True}
 
