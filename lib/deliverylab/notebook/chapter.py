@@ -162,7 +162,7 @@ CHAPTER_CLAIMS: dict[str, ChapterClaim] = {
         "idempotence and transactions at several commit intervals, beside the published "
         "figures.",
         "Guarantees cost in shapes, not fixed numbers: transactions committing every "
-        "1 s keep >= 0.8x idempotent throughput; end-to-end p95 latency grows with "
+        "1 s keep >= 0.6x idempotent throughput; end-to-end p95 latency grows with "
         "the commit interval; acks=0 is at least as fast as acks=all."),
     "09_kafka_bugs": ChapterClaim(
         "Kafka's own published delivery bugs, reproduced on demand with a fault proxy (an "

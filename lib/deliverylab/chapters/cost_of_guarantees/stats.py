@@ -17,6 +17,13 @@ BASELINE = "acks=all"
 #: acks=0 vs acks=all throughput: the share below 1.0 that counts as noise, not a
 #: finding (see :func:`shapes`).
 ACKS0_NOISE = 0.7
+#: Transactions committing every second vs idempotent throughput: the least share that
+#: still says "most of it". Not a noise margin around 1.0: the producer waits out each
+#: commit's round (no produce between ``commit_transaction`` and the next begin), and
+#: on a loaded 2-core machine that round grows: 0.79-1.21 in the runs on record of the
+#: chapter test's 1.2 s phases (docs/measurements.md), against ~0.4 for 10 ms commits --
+#: the contrast the chapter teaches.
+TXN_1S_SHARE = 0.6
 
 #: Latency percentiles reported.
 PERCENTILES = (50, 95, 99)
@@ -140,7 +147,8 @@ def row_of(rows: list[dict[str, Any]], variant: str, kind: str = "produce",
 def shapes(rows: list[dict[str, Any]], size: int | None = None) -> dict[str, bool]:
     """The shapes chapter 08 asserts, from medians: never absolute numbers.
 
-    * transactions committing every 1 s keep >= 0.8x idempotent throughput;
+    * transactions committing every 1 s keep >= :data:`TXN_1S_SHARE` (0.6x) of
+      idempotent throughput;
     * end-to-end p95 latency grows with the commit interval: at the longest interval it
       is at least twice that of every shorter one. Not "strictly at every step": below
       the fixed round of one commit (~75 ms on a 2-core laptop) a shorter interval buys
@@ -160,7 +168,8 @@ def shapes(rows: list[dict[str, Any]], size: int | None = None) -> dict[str, boo
     idem = row_of(rows, "idempotent", size=size)
     slow = [r for r in txns if r["variant"] == "txn 1000ms"]
     if slow:
-        out["txn_1s_keeps_0.8_of_idempotent"] = slow[0]["records_s"] >= 0.8 * idem["records_s"]
+        out["txn_1s_keeps_most_of_idempotent"] = (slow[0]["records_s"]
+                                                  >= TXN_1S_SHARE * idem["records_s"])
     if len(txns) >= 2:
         p95 = [r["e2e_p95_ms"] for r in txns]
         out["e2e_p95_grows_with_commit_interval"] = p95[-1] >= 2 * max(p95[:-1])
