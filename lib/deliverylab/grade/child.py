@@ -35,7 +35,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from ..clients import config
+from ..clients import close_consumer, config
 from ..history import outcome_of
 from ..values import decode
 from .search import CallCounter, CrashPoint, db_commit
@@ -616,7 +616,7 @@ def run(spec: dict[str, Any]) -> int:
         return RAISED
     events.write("end", counts=plan.counter.counts, detail="the loop returned")
     try:
-        consumer.close()
+        close_consumer(consumer)  # a close librdkafka never returns from: let go
     except KafkaException:  # a stalled member the group fenced: nothing left to close
         if not any(s is not None and s.fired for s in (stall, zombie)):
             raise
