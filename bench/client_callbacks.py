@@ -54,7 +54,6 @@ import glob
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +64,7 @@ from typing import Any
 
 import confluent_kafka
 from confluent_kafka import Producer
+from cpu_load import start_load
 
 HERE = Path(__file__).resolve()
 CASES = ("client", "recorder", "logger", "fatal")
@@ -288,15 +288,6 @@ def run_case(case: str, lib: str, timeout: float) -> dict[str, Any]:
         return {"outcome": f"exit {proc.returncode}", "seconds": seconds,
                 "tail": proc.stderr[-2000:]}
     return {**json.loads(lines[-1][len("RESULT "):]), "seconds": seconds}
-
-
-def start_load(hogs: int) -> subprocess.Popen | None:
-    if hogs <= 0:
-        return None
-    if shutil.which("stress-ng") is None:
-        raise SystemExit("--load needs stress-ng (Debian: apt-get install -y stress-ng)")
-    return subprocess.Popen(["stress-ng", "--cpu", str(hogs), "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main() -> None:

@@ -35,9 +35,13 @@ POINTS_OF = {"05": ["batch#2"]}
 #: same runs as here, and for 05 every point where this test takes one). Grading it
 #: twice cost every `make test` ~2 minutes of both cores.
 GRADED_BY_ITS_CHAPTER = {"reference"}
-#: The faults a starter is graded under (default: all): 05's starter is its plain
-#: insert, caught by the first crash already (a kill_driver run costs two drivers).
-STARTER_FAULTS = {"05": ["crash_query"]}
+#: The one fault each starter is graded under: the starter must fail honestly somewhere,
+#: and one fault it cannot survive shows that at a fraction of a whole grade (04's whole
+#: grade of its starter cost 40 s of an idle machine, under this one 19 s). 02's starter
+#: leaves auto-commit on and so redoes what it had written; 04's sends no offsets with
+#: its transactions; 05's and 06's write without remembering what they wrote.
+STARTER_FAULTS = {"02": ["crash_consumer"], "04": ["crash_consumer"], "05": ["crash_query"],
+                  "06": ["lose_ack"]}
 
 
 def expected_failure(path: Path) -> tuple[str, str]:
@@ -92,7 +96,7 @@ def test_grader_calibration(exercise_id: str, cluster):
                             f"{sorted(set(seeds) - set(caught))}:\n{report}")
 
     starter = dl.grade(ex.id, ex.starter, seed_list=seeds[:1], cluster=cluster, show=False,
-                       faults=STARTER_FAULTS.get(ex.id), points=points)
+                       faults=STARTER_FAULTS[ex.id], points=points)
     table.append(("starter", "any cell", f"{starter.failed} cell(s) failed", starter))
     if starter.failed == 0:
         problems.append(f"the starter passes: it must fail honestly:\n{starter}")
