@@ -64,7 +64,6 @@ from typing import Any
 
 import confluent_kafka
 from confluent_kafka import Producer
-from cpu_load import start_load
 
 HERE = Path(__file__).resolve()
 CASES = ("client", "recorder", "logger", "fatal")
@@ -315,6 +314,8 @@ def main() -> None:
           f"deliverylab from {args.lib}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
           f"{args.load} CPU hog(s)")
+    from cpu_load import start_load  # bench/, beside this script (tests load it alone)
+
     hogs = start_load(args.load)
     counts: dict[str, Counter] = {c: Counter() for c in cases}
     examples: dict[tuple[str, str], dict[str, Any]] = {}
