@@ -16,7 +16,10 @@ without a custom schema.
 A child process (a Spark driver, a service instance, a zombie) records into an
 :class:`OpLog` instead: the same lines, appended one op at a time so a ``SIGKILL`` loses
 none, on the clock every process shares; :meth:`History.merge_logs` reads several such
-logs back into one History, by time. No other module writes or reads op logs.
+logs back into one History, by time. Under it lies the one way the lab appends lines a
+kill must not lose, and reads them back: :class:`JsonLines` and :func:`read_json_lines`,
+which the grader's events and the HTTP service's ledger use too (records that are not
+ops). No other module writes or reads such files.
 
 This module also holds :class:`Read` (one record of the final read-back of a topic, what
 checkers compare the History against) and :func:`classify`, which turns a librdkafka
@@ -30,7 +33,7 @@ import math
 import os
 import threading
 import time as _time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from json.encoder import encode_basestring_ascii
 from operator import attrgetter
@@ -274,22 +277,17 @@ class OpLog:
 
     A child (a Spark driver, a service instance, a zombie) records here what it did, so
     that its parent can read it after the child was SIGKILLed -- which is the point of
-    most children the lab starts. So each op is one ``os.write`` of one whole line to a
-    file opened ``O_APPEND``: nothing waits in a buffer of the process for a kill to
-    lose, and two threads of one process never interleave their lines. No ``fsync``: a
-    killed process's writes are in the kernel already; only a crash of the machine
-    loses them, and the lab crashes none.
+    most children the lab starts. The lines are :meth:`History.save`'s, written through
+    :class:`JsonLines` (one ``os.write`` per op: a kill loses none).
 
     Times are ``time.monotonic()`` seconds, the one clock every process of the host
     shares and no wall-clock jump moves; :meth:`History.merge_logs` puts them on a
-    History's clock (``History.origin`` is its zero on this clock). The lines are
-    :meth:`History.save`'s. One log per process: then a line a kill cut short can only
-    be the last, and a writer that goes on after such a line starts a new one.
+    History's clock (``History.origin`` is its zero on this clock).
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._looked = False  # at how the file ends (a torn line?), before our first op
+        self._lines = JsonLines(path)
+        self.path = self._lines.path
 
     def __repr__(self) -> str:
         return f"<OpLog {self.path}>"
@@ -302,17 +300,7 @@ class OpLog:
         """Write ``op`` (its ``time`` on ``time.monotonic()``'s clock) as one line, now."""
         if not isinstance(op, Op):
             raise bad_value("op", op, "an Op")
-        line = _json_lines((op,)).encode("ascii")  # the escaper writes ASCII only
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            if not self._looked:
-                self._looked = True
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":  # a killed writer's end
-                    line = b"\n" + line
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        self._lines.append(op.to_record())  # json.dumps of it: save's line (_json_lines)
         return op
 
     def record(self, process: str, kind: str, outcome: str,
@@ -333,32 +321,129 @@ class LogRead:
 
 def read_logs(paths: Iterable[str | Path]) -> LogRead:
     """Every op of the op logs ``paths``, merged by time (the logs' own clock; equal
-    times keep the order of the logs and of their lines).
-
-    A line that is not a JSON object -- cut short by the kill of its writer -- is skipped
-    and counted, never raised: the ops before it are what the process did. A whole line
-    that is not an :class:`Op` is a writer's bug, raised with its file and line.
-    """
+    times keep the order of the logs and of their lines). Read by
+    :func:`read_json_lines`: a line a kill cut short is skipped and counted, a broken
+    line amid a log or a whole line that is not an :class:`Op` raised with its place."""
     ops: list[Op] = []
     torn = 0
-    for path in map(Path, paths):
-        if not path.exists():
-            continue
-        for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except ValueError:  # JSONDecodeError, UnicodeDecodeError: a torn line
-                record = None
-            if not isinstance(record, dict):
-                torn += 1
-                continue
-            try:
-                ops.append(Op.from_record(record))
-            except (LabError, TypeError) as exc:
-                raise LabError(f"{path}:{number} is not an op: {exc}") from None
+    for path in paths:
+        read = read_json_lines(path, Op.from_record, "an op")
+        ops += read.records
+        torn += read.torn
     return LogRead(tuple(sorted(ops, key=attrgetter("time"))), torn)
+
+
+# --- append-only JSON Lines: the one writer and the one reader ------------------------
+
+#: The record a writer appends right after a torn last line it finds (a killed writer's
+#: end), closing it: it tells a reader that the broken line before it is a kill's, not
+#: a writer's bug. Never handed on as a record.
+TORN_MARK: dict[str, Any] = {"torn_line_closed": True}
+_TORN_MARK_LINE = (json.dumps(TORN_MARK, separators=(",", ":")) + "\n").encode("ascii")
+
+
+class JsonLines:
+    """An append-only JSON Lines file whose writer may be SIGKILLed at any moment.
+
+    The one way a process of the lab writes down, line by line, what it did for another
+    to read after it died: op logs (:class:`OpLog`), the grader's events
+    (``grade.child.Events``), the HTTP service's ledger. Each record is one
+    ``os.write`` of one whole line to a file opened ``O_APPEND``: nothing waits in a
+    buffer of the process for a kill to lose, and two threads, or two processes sharing
+    the file, never interleave their lines. No ``fsync``: a killed process's writes are
+    in the kernel already; only a crash of the machine loses them, and the lab crashes
+    none. A kill inside the ``write`` of a long line can leave it torn, so the first
+    append of a writer looks at how the file ends, and closes a torn line it finds with
+    :data:`TORN_MARK` before its own. Read back with :func:`read_json_lines`.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()  # the first append: look, close, write as one
+        self._looked = False
+
+    def __repr__(self) -> str:
+        return f"<JsonLines {self.path}>"
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write ``record`` as one line (``json.dumps``, compact, ASCII), now."""
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode("ascii")
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if self._looked:
+                _write(fd, line, self.path)
+                return
+            with self._lock:
+                size = os.fstat(fd).st_size
+                if not self._looked and size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = b"\n" + _TORN_MARK_LINE + line  # a killed writer's end
+                _write(fd, line, self.path)
+                self._looked = True
+        finally:
+            os.close(fd)
+
+
+def _write(fd: int, line: bytes, path: Path) -> None:
+    """One ``os.write`` of the whole line; a short one (a full disk) is raised: a second
+    write could land after another writer's line and break both."""
+    done = os.write(fd, line)
+    if done != len(line):
+        raise LabError(f"{path}: wrote {done} of a line's {len(line)} bytes (is the disk "
+                       "full?)")
+
+
+@dataclass(frozen=True)
+class LinesRead:
+    """What a :class:`JsonLines` file held: its records, in order, and the lines a kill
+    cut short (skipped)."""
+
+    records: tuple[Any, ...]
+    torn: int = 0
+
+
+def read_json_lines(path: str | Path, parse: Callable[[dict[str, Any]], Any] | None = None,
+                    what: str = "a record") -> LinesRead:
+    """Every record of the :class:`JsonLines` file ``path`` (none if it does not exist:
+    its writer died first), each through ``parse`` if given.
+
+    A line that is not a JSON object is torn -- cut short by the kill of its writer --
+    only where a kill can leave one: last in the file, or closed by :data:`TORN_MARK`;
+    it is skipped and counted, since the lines before it are what the process did. A
+    broken line anywhere else is a writer's bug, raised with its file and line, as is
+    a record ``parse`` refuses (``what`` names what it should be)."""
+    path = Path(path)
+    if not path.exists():
+        return LinesRead(())
+    lines = [(n, raw) for n, raw in enumerate(path.read_bytes().split(b"\n"), 1)
+             if raw.strip()]
+    records: list[Any] = []
+    torn = 0
+    for i, (number, raw) in enumerate(lines):
+        record = _json_object(raw)
+        if record == TORN_MARK:
+            continue
+        if record is None:
+            if i + 1 < len(lines) and _json_object(lines[i + 1][1]) != TORN_MARK:
+                raise LabError(f"{path}:{number} is broken amid the file (not a JSON object, "
+                               f"nor a torn last line): {raw[:80]!r}")
+            torn += 1
+            continue
+        if parse is not None:
+            try:
+                record = parse(record)
+            except (LabError, TypeError, ValueError, KeyError) as exc:
+                raise LabError(f"{path}:{number} is not {what}: {exc}") from None
+        records.append(record)
+    return LinesRead(tuple(records), torn)
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object of a line, or None if it is not one (a torn line)."""
+    try:
+        record = json.loads(raw)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError: a torn line
+        return None
+    return record if isinstance(record, dict) else None
 
 
 # --- writing JSON Lines fast ---------------------------------------------------------

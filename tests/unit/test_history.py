@@ -22,6 +22,8 @@ from deliverylab.history import (
     KINDS,
     OUTCOMES,
     History,
+    JsonLines,
+    LinesRead,
     LogRead,
     Op,
     OpLog,
@@ -29,6 +31,7 @@ from deliverylab.history import (
     error_name,
     outcome_of,
     parse_value,
+    read_json_lines,
     read_logs,
 )
 from deliverylab.values import ValueId
@@ -318,7 +321,7 @@ def test_merging_puts_ops_on_the_history_s_clock(tmp_path):
     assert (got.error, got.detail) == ("_TIMED_OUT", "orders/0@3")
 
 
-def test_a_torn_last_line_is_skipped_and_counted_and_the_next_writer_starts_anew(tmp_path):
+def test_a_torn_last_op_is_skipped_and_counted_and_the_next_writer_closes_it(tmp_path):
     path = tmp_path / "p.jsonl"
     log = OpLog(path)
     for i in range(3):
@@ -332,8 +335,6 @@ def test_a_torn_last_line_is_skipped_and_counted_and_the_next_writer_starts_anew
     read = read_logs([path])
     assert [op.values[0] for op in read.ops] == ["p:0", "p:1", "p:2", "p:3"]
     assert read.torn == 1
-    path.write_bytes(b"\xff\xfe{" + b"\n" + whole)  # not text at all: skipped the same
-    assert read_logs([path]).torn == 1
 
 
 def test_a_missing_log_holds_no_op_and_a_line_that_is_no_op_names_its_place(tmp_path):
@@ -346,6 +347,111 @@ def test_a_missing_log_holds_no_op_and_a_line_that_is_no_op_names_its_place(tmp_
         read_logs([path])
     with pytest.raises(BadValue, match="an Op"):
         OpLog(path).append({"kind": "poll"})
+
+
+# --- the one append-only JSON Lines writer and reader ----------------------------------
+
+
+def killed_mid_line(path: Path, record: dict, keep: int) -> None:
+    """What a SIGKILL inside the ``os.write`` of ``record``'s line leaves: its first
+    ``keep`` bytes, no newline."""
+    line = json.dumps(record, separators=(",", ":")).encode()
+    assert 0 < keep < len(line) + 1
+    with path.open("ab") as out:
+        out.write(line[:keep])
+
+
+def test_json_lines_round_trip_in_order_and_a_missing_file_holds_none(tmp_path):
+    assert read_json_lines(tmp_path / "never.jsonl") == LinesRead((), 0)
+    lines = JsonLines(tmp_path / "e.jsonl")
+    records = [{"t": 1.5, "kind": "poll", "values": ["p:0"]}, {"kind": "raised",
+               "detail": "Traceback\n  line 3\nValueError: ü"}, {"counts": {"poll": 2}}]
+    for record in records:
+        lines.append(record)
+    assert lines.path.read_bytes().count(b"\n") == 3  # one line each, newlines escaped
+    assert read_json_lines(lines.path) == LinesRead(tuple(records), 0)
+
+
+@pytest.mark.parametrize("keep", [1, 9, 20])
+def test_a_torn_last_line_is_skipped_counted_and_closed_by_the_next_writer(tmp_path, keep):
+    path = tmp_path / "e.jsonl"
+    first = JsonLines(path)
+    first.append({"n": 0})
+    first.append({"n": 1})
+    killed_mid_line(path, {"n": 2, "detail": "the line a kill cut short"}, keep)
+    assert read_json_lines(path) == LinesRead(({"n": 0}, {"n": 1}), 1)
+    successor = JsonLines(path)  # a restarted process, or the next one on the file
+    successor.append({"n": 3})
+    successor.append({"n": 4})
+    assert path.read_bytes().count(b"torn_line_closed") == 1  # looked at its first only
+    assert read_json_lines(path) == LinesRead(({"n": 0}, {"n": 1}, {"n": 3}, {"n": 4}), 1)
+
+
+def test_a_line_torn_just_before_its_newline_is_whole_and_the_mark_is_never_a_record(
+        tmp_path):
+    path = tmp_path / "e.jsonl"
+    killed_mid_line(path, {"n": 0}, len(b'{"n":0}'))
+    JsonLines(path).append({"n": 1})
+    assert read_json_lines(path) == LinesRead(({"n": 0}, {"n": 1}), 0)
+
+
+@pytest.mark.parametrize("broken", [b'{"n": 1, "kind": "po', b"not json", b"[1, 2]",
+                                    b"\xff\xfe{"])
+def test_a_broken_line_amid_a_file_is_raised_with_its_file_and_line(tmp_path, broken):
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b'{"n": 0}\n' + broken + b'\n{"n": 2}\n')
+    with pytest.raises(LabError, match=r"e\.jsonl:2 is broken amid the file"):
+        read_json_lines(path)
+    path.write_bytes(b'{"n": 0}\n\n' + broken + b"\n\n")  # last, blank lines around
+    assert read_json_lines(path) == LinesRead(({"n": 0},), 1)
+
+
+def test_a_record_the_parser_refuses_is_raised_naming_what_it_should_be(tmp_path):
+    path = tmp_path / "e.jsonl"
+    for v in ("1", "2"):
+        JsonLines(path).append({"v": v})
+    assert read_json_lines(path, lambda r: int(r["v"])).records == (1, 2)
+    for bad in ({"v": "x"}, {"w": "3"}):  # a ValueError, a KeyError: no number either
+        JsonLines(path).append(bad)
+        with pytest.raises(LabError, match=r"e\.jsonl:3 is not a number: .*'(x|v)'"):
+            read_json_lines(path, lambda r: int(r["v"]), "a number")
+        path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:2]))
+
+
+def test_writers_on_one_file_never_interleave_their_long_lines(tmp_path):
+    path = tmp_path / "e.jsonl"
+    shared = JsonLines(path)
+    detail = "x" * 20_000  # longer than a page, a pipe's atomic write, any buffer
+
+    def work(n: int, lines: JsonLines) -> None:
+        for i in range(100):
+            lines.append({"w": n, "i": i, "detail": detail})
+
+    # two threads on one writer, two more each with a writer of its own (a process's)
+    threads = [threading.Thread(target=work, args=(n, shared if n < 2 else JsonLines(path)))
+               for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    read = read_json_lines(path)
+    assert read.torn == 0 and len(read.records) == 400
+    for n in range(4):  # each writer's lines whole, in its order
+        assert [r["i"] for r in read.records if r["w"] == n] == list(range(100))
+
+
+def test_threads_first_appending_after_a_torn_line_close_it_once(tmp_path):
+    path = tmp_path / "e.jsonl"
+    killed_mid_line(path, {"n": 0}, 4)
+    lines = JsonLines(path)
+    threads = [threading.Thread(target=lines.append, args=({"n": n},)) for n in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert path.read_bytes().count(b"torn_line_closed") == 1
+    read = read_json_lines(path)
+    assert read.torn == 1 and sorted(r["n"] for r in read.records) == list(range(1, 9))
 
 
 def test_threads_of_one_process_never_interleave_their_lines(tmp_path):

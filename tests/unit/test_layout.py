@@ -478,15 +478,12 @@ def test_every_notebook_reaches_its_kit_one_way():
     assert not broken, broken
 
 
-#: Modules that append JSON lines to a file but are not ``history.py``, each with why it
-#: is not an op log. What a process did goes through ``history.OpLog`` (one Op a line,
-#: written through, on the clock every process shares) and back through
-#: ``History.merge_logs``. Keyed by module.
+#: Modules that append JSON lines to a file but not through ``history.py``, each with
+#: why. What a process did goes through ``history.OpLog`` (one Op a line, written
+#: through, on the clock every process shares) and back through ``History.merge_logs``;
+#: other lines a kill must not lose (the grader's events, the HTTP service's ledger)
+#: through ``history.JsonLines`` and ``read_json_lines``. Keyed by module.
 NOT_OP_LOGS = {
-    "grade.child": "the grader's events (handed values, a student's exception, the crash "
-                   "point in the student's words): moves onto history.OpLog next",
-    "services.http": "the HTTP service's ledger: the requests that reached it and the "
-                     "effect per idempotency key, the world's side the ops are judged by",
     "notebook.record": "a FaultPanel's presses, for the tests that drive a chapter: what "
                        "was shown, not what a client did",
 }
@@ -532,12 +529,13 @@ def _op_log_writers() -> dict[str, list[str]]:
 
 def test_only_the_op_log_writes_op_logs():
     # A child's log of what it did, in a shape of its own, needs a reader of its own and
-    # a clock of its own: three such shapes were the issue. history.OpLog is the one.
+    # a clock of its own: three such shapes were the issue. history.OpLog is the one,
+    # on history.JsonLines, the one writer of lines a kill must not lose.
     found = _op_log_writers()
     assert "history" in found  # the finder sees the one it must (its to_record)
     broken = [f"{module}: {', '.join(why)}; record a process's ops with history.OpLog and "
-              "read them with History.merge_logs, or name the module in NOT_OP_LOGS with "
-              "why its lines are not ops"
+              "read them with History.merge_logs, other lines with history.JsonLines and "
+              "read_json_lines, or name the module in NOT_OP_LOGS with why it needs neither"
               for module, why in found.items() if module != "history"
               and module not in NOT_OP_LOGS]
     assert not broken, broken

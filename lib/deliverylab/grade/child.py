@@ -36,7 +36,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..clients import close_consumer, config
-from ..history import outcome_of
+from ..history import JsonLines, outcome_of
 from ..values import decode
 from .search import CallCounter, CrashPoint, db_commit
 from .stall import Stall, TxnStall, hold_seconds
@@ -49,15 +49,14 @@ FILL_WAIT = 0.1
 
 
 class Events:
-    """The run's events file: one JSON line per event, written through at once."""
+    """The run's events file, one line per event (``t``: ``time.monotonic()``), written
+    through :class:`~deliverylab.history.JsonLines`, so a SIGKILL loses none."""
 
     def __init__(self, path: str, process: str) -> None:
-        self.file = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-        self.process = process
+        self.log, self.process = JsonLines(path), process
 
     def write(self, kind: str, **fields: Any) -> None:
-        line = {"t": time.monotonic(), "process": self.process, "kind": kind, **fields}
-        self.file.write(json.dumps(line) + "\n")
+        self.log.append({"t": time.monotonic(), "process": self.process, "kind": kind, **fields})
 
 
 def _value_text(raw: bytes | str | None) -> str | None:
@@ -100,7 +99,6 @@ class KillPlan:
                               point=self.counter.point.name if self.counter.point else None,
                               words=words,
                               detail=f"{self.events.process} is SIGKILLed {words}")
-            self.events.file.flush()
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -435,7 +433,6 @@ def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
         return fn(*args)
     except Exception as exc:
         events.write("raised", outcome="fail", detail=student_traceback(exc, path))
-        events.file.flush()
         raise StudentRaised(str(exc)) from exc
 
 

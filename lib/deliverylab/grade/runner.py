@@ -46,7 +46,7 @@ from confluent_kafka import KafkaException
 from .. import checker as C
 from ..clients import TxnProducer
 from ..errors import TimedOut
-from ..history import History
+from ..history import History, read_json_lines
 from ..modes import AT_LEAST_ONCE, TRANSACTIONAL
 from ..nemesis import Nemesis
 from ..readers import bounds, read_back
@@ -400,10 +400,7 @@ class Stage:
         return [("stage-0", *ending0), ("stage-1", *ending1)], unplaced
 
     def read_events(self) -> list[dict[str, Any]]:
-        if not self.events.exists():
-            return []
-        return [json.loads(line) for line in self.events.read_text().splitlines()
-                if line.strip()]
+        return list(read_json_lines(self.events).records)
 
     def close(self) -> None:
         self.children.close()

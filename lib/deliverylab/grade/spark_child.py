@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..history import read_json_lines
 from ..spark.query import QuerySpec, await_query, batches
 from .child import (
     RAISED,
@@ -69,7 +70,6 @@ class Crash:
         self.events.write("fault", fault="kill_driver", outcome="info",
                           detail=f"{self.events.process} is SIGKILLed with its Spark JVM "
                           f"{why}, in batch {self.batch}, before commits/{self.batch}")
-        self.events.file.flush()
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
     def committed(self) -> None:
@@ -220,9 +220,8 @@ def run(spec: dict[str, Any]) -> int:
 
 def _raised(path: str, process: str) -> bool:
     """Did this driver's student function raise (a ``raised`` event is written)?"""
-    lines = Path(path).read_text().splitlines() if Path(path).exists() else []
-    return any(json.loads(x).get("kind") == "raised" and json.loads(x).get("process")
-               == process for x in lines if x.strip())
+    return any(e.get("kind") == "raised" and e.get("process") == process
+               for e in read_json_lines(path).records)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import checker as C
 from ..clients import bootstrap_of
-from ..history import History
+from ..history import History, read_json_lines
 from ..modes import AT_LEAST_ONCE
 from ..readers import read_back
 from ..workload import ProducerWorkload
@@ -119,9 +119,7 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
                 ended, err = _driver(children, {**base, "process": "driver-1"}, work)
                 endings.append(("driver-1", ended, err))
             errors += [e for _, _, e in endings if e]
-            path = work / "events.jsonl"
-            lines = path.read_text().splitlines() if path.exists() else []
-            events = [json.loads(line) for line in lines if line.strip()]
+            events = list(read_json_lines(work / "events.jsonl").records)
             to_history(events, history)
             state, reason = judge_state(events, endings, plan, DRIVER_TIMEOUT)
             if state == JUDGED and not history.faults():

@@ -77,7 +77,6 @@ class Stall:
                                    "partitions and handled the same messages")
         self.events.write("fault", fault=STALL, outcome="info", message=message,
                           words=words, detail=f"{self.events.process} is SIGSTOPped {words}")
-        self.events.file.flush()
         os.kill(os.getpid(), signal.SIGSTOP)
         self.events.write("resumed", message=message, detail="resumed (SIGCONT)")
 
@@ -107,6 +106,5 @@ class TxnStall:
                  "their committed offsets and finished the input; then resumed")
         self.events.write("fault", fault=ZOMBIE, outcome="info", words=words,
                           detail=f"{self.events.process} is SIGSTOPped {words}")
-        self.events.file.flush()
         os.kill(os.getpid(), signal.SIGSTOP)
         self.events.write("resumed", detail="resumed (SIGCONT): a zombie now")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LabError
+from ..history import JsonLines, read_json_lines
 from ..process.children import Children, child_env, python_module
 from ..waiting import wait_until
 
@@ -39,10 +40,13 @@ class CallLog:
     attempted and was told; this is the world's side, what reached the service and
     which requests took effect (``effect``, per idempotency key) -- the evidence the
     instances' ops are judged against, as a topic's read-back is for a producer's.
+    Written as op logs are, through :class:`~deliverylab.history.JsonLines`: a line is
+    on disk before the answer leaves, whatever kills the service after.
     """
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+        self.log = JsonLines(path)
+        self.path = self.log.path
         self._lock = threading.Lock()
         self._effects: dict[str, dict[str, Any]] = {}
         self._seq = 0
@@ -62,9 +66,7 @@ class CallLog:
                       "run": body.get("run"), "message_id": body.get("message_id"),
                       "instance": body.get("instance"), "key": key, "effect": not replay,
                       "payment": answer["payment"]}
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record) + "\n")
-                fh.flush()
+            self.log.append(record)
             return answer
 
 
@@ -113,11 +115,9 @@ def call(url: str, body: dict[str, Any], key: str | None = None,
 
 
 def read_calls(path: Path) -> list[dict[str, Any]]:
-    """Every request the service logged (a missing log: none yet)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """Every request the service logged (a missing log: none yet; a line torn by the
+    service's kill: skipped, see :func:`~deliverylab.history.read_json_lines`)."""
+    return list(read_json_lines(path).records)
 
 
 class HttpService:

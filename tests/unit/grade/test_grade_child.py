@@ -3,7 +3,6 @@ here: what reaches Kafka is judged on real brokers in tests/integration/grade)."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from deliverylab.grade.child import (
     StudentProducer,
     load_solution,
 )
+from deliverylab.history import read_json_lines
 from deliverylab.values import encode
 
 
@@ -78,7 +78,7 @@ class FakeProducer:
 
 
 def read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_json_lines(path).records)
 
 
 def test_polls_and_commits_are_recorded_and_every_commit_is_synchronous(tmp_path: Path):

@@ -5,7 +5,6 @@ tests/integration/grade."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from deliverylab.grade import exercise
 from deliverylab.grade import spark_child as S
 from deliverylab.grade.child import Events, load_solution
 from deliverylab.grade.spark_run import crash_plan
+from deliverylab.history import read_json_lines
 from deliverylab.values import encode
 
 EX = exercise("05")
@@ -66,7 +66,7 @@ def batch_rows(batch: int, size: int = 4) -> list[dict]:
 
 
 def read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_json_lines(path).records)
 
 
 def driver(tmp_path: Path, solution: Path, process: str, fault: str | None, at: int | None,
@@ -163,7 +163,7 @@ def test_spark_commits_become_commit_events_once_with_their_offsets(tmp_path: Pa
     events = Events(str(tmp_path / "e.jsonl"), "driver-0")
     commits = S.Commits(events, str(ckpt))
     commits.record()
-    assert not (tmp_path / "e.jsonl").read_text()  # committed before this driver started
+    assert not read(tmp_path / "e.jsonl")  # committed before this driver started
     (ckpt / "offsets" / "1").write_text('v1\n{}\n{"in-x":{"0":8}}')
     (ckpt / "commits" / "1").write_text('v1\n{}')
     commits.record()

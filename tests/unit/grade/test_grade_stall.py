@@ -5,7 +5,6 @@ zombie's fate is judged on real brokers in tests/integration/grade)."""
 
 from __future__ import annotations
 
-import json
 import signal
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from deliverylab.grade import stall as S
 from deliverylab.grade.child import Events, KillPlan, StudentProducer
+from deliverylab.history import read_json_lines
 
 
 @pytest.mark.parametrize("conf, seconds", [
@@ -51,7 +51,7 @@ class TxnProducer:
 
 
 def read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_json_lines(path).records)
 
 
 def test_the_zombie_stall_holds_then_stops_before_the_planned_commit_transaction(
