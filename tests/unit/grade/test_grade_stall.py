@@ -221,3 +221,49 @@ def test_the_zombie_stall_never_fires_on_other_calls_nor_twice(tmp_path: Path, m
     stall.before("commit_transaction", 1)
     stall.before("commit_transaction", 1)
     assert sent == [signal.SIGSTOP] and stall.fired
+
+
+def test_a_real_consumers_timer_commit_is_awaited_through_the_groups_offsets():
+    """librdkafka's own timer and the lab's reader of the group's offsets, against
+    librdkafka's in-process mock cluster (bench/client_callbacks.py): the wait ends
+    when the timer has committed the consumer's position, well inside the cap. (The
+    mock has no pending transactional offsets: why the reader is read_uncommitted is
+    shown on real brokers, by exercise 04's calibration.)"""
+    import importlib.util
+    import time
+
+    from confluent_kafka import Consumer, Producer
+
+    from deliverylab.clients import close_consumer, config
+
+    path = Path(__file__).resolve().parents[3] / "bench" / "client_callbacks.py"
+    spec = importlib.util.spec_from_file_location("client_callbacks_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    mock = bench.MockCluster()
+    mock.create_topic("in", 2)
+    producer = Producer(config(mock.bootstrap))
+    for i in range(12):
+        producer.produce("in", b"v", partition=i % 2)
+    assert producer.flush(10) == 0
+    conf = {"group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": True,
+            "auto.commit.interval.ms": 1000}
+    consumer = Consumer(config(mock.bootstrap, **conf))
+    consumer.subscribe(["in"])
+    try:
+        got = 0
+        for _ in range(30):  # the mock group's join, then the 12 values
+            got += sum(not m.error() for m in consumer.consume(12 - got, 0.5))
+            if got == 12:
+                break
+        assert got == 12
+        timer = S.timer_commit(consumer, mock.bootstrap, conf, {})
+        assert timer is not None
+        due = timer.due()
+        assert due == {("in", 0): 6, ("in", 1): 6}
+        started = time.monotonic()
+        assert timer.wait(due, cap=5.0) is True
+        assert time.monotonic() - started < 5.0 and timer.last == due
+        timer.close()
+    finally:
+        close_consumer(consumer, timeout=10)
