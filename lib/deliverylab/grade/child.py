@@ -38,8 +38,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from ..clients import close_consumer, config
 from ..history import JsonLines, outcome_of
 from ..values import decode
+from .callbacks import StudentCallbacks
 from .search import CallCounter, CrashPoint, db_commit
-from .stall import Stall, TxnStall, hold_seconds
+from .stall import Stall, TxnStall, auto_commits, timer_commit
 
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
 #: redoes at most one batch" means the same thing for every solution.
@@ -89,7 +90,7 @@ class KillPlan:
         #: when the call returns; the timer's reports are then no boundary of the loop's
         #: (they reach it behind the messages fetched before them, batches late).
         self.auto_commit = False
-        self.stores = 0
+        self.stores, self.stored = 0, {}  # and the last stored: what the timer commits
 
     def after(self, kind: str, how: str = "") -> None:
         """One call of ``kind`` returned: die now if this is the planned point."""
@@ -194,6 +195,7 @@ class StudentConsumer:
             TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         self._events.write("store_offsets", outcome="ok", detail=_offsets_text(stored))
         self._plan.stores += 1
+        self._plan.stored.update({(tp.topic, tp.partition): tp.offset for tp in stored})
         if self._plan.auto_commit:
             self._plan.after("commit", "store_offsets, sent by auto-commit")
         return result
@@ -207,6 +209,7 @@ class StudentProducer:
     def __init__(self, producer: Producer, events: Events, plan: KillPlan,
                  stall: TxnStall | None = None) -> None:
         self._p, self._events, self._plan, self._stall = producer, events, plan, stall
+        self._callbacks = StudentCallbacks()  # what theirs raise: raised after the call
         self._txn: str | None = None
         self._txns = self._commits = 0
 
@@ -226,8 +229,10 @@ class StudentProducer:
             definite = err is not None and (err.fatal() or err.txn_requires_abort())
             self._events.write(kind, outcome="fail" if definite else "info", txn=txn,
                                error=str(exc), detail=detail)
+            self._callbacks.check(call.__name__)
             raise
         self._events.write(kind, outcome="ok", txn=txn, detail=detail)
+        self._callbacks.check(call.__name__)  # a callback's error after the broker's answer
         return result
 
     def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: Any,
@@ -247,7 +252,7 @@ class StudentProducer:
         return result
 
     def flush(self, *args: Any, **kwargs: Any) -> Any:
-        result = self._p.flush(*args, **kwargs)
+        result = self._callbacks.served("flush", self._p.flush, *args, **kwargs)
         self._plan.after("flush")
         return result
 
@@ -256,8 +261,8 @@ class StudentProducer:
         self._txn = None
         return result
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._p, name)
+    def __getattr__(self, name: str) -> Any:  # poll() and the rest: may serve callbacks
+        return self._callbacks.passing(name, getattr(self._p, name))
 
     def __len__(self) -> int:
         return len(self._p)
@@ -265,7 +270,7 @@ class StudentProducer:
     def produce(self, topic: str, value: Any = None, key: Any = None, *args: Any,
                 on_delivery: Callable | None = None, callback: Callable | None = None,
                 **kwargs: Any) -> None:
-        user = on_delivery or callback
+        user = self._callbacks.wrap(on_delivery or callback)
         text = _value_text(value)
         txn = self._txn
 
@@ -539,14 +544,11 @@ def run(spec: dict[str, Any]) -> int:
     consumer_conf = {**spec["consumer"], **fn.consumer_settings,
                      "group.id": spec["group"]}
     # The overlap fault: where this instance stops (a handler's write, or a transaction
-    # loop's commit, held as long as its consumer's own timers take).
+    # loop's commit, held until its consumer's own timer has committed: zombie below).
     handler = spec.get("kind") == "handler"
     stall = Stall(events, int(spec["stall"])) if spec.get("stall") and handler else None
-    zombie = (TxnStall(events, int(spec["stall"]), hold_seconds(consumer_conf))
-              if spec.get("stall") and not handler else None)
     client_conf = dict(consumer_conf)
-    auto_commit = str(consumer_conf.get("enable.auto.commit", True)).lower()
-    if auto_commit in ("true", "1"):  # librdkafka's timer commits: seen as commits too
+    if auto_commits(consumer_conf):  # librdkafka's timer commits: seen as commits too
 
         def auto(err: KafkaError | None, offsets: list[TopicPartition]) -> None:
             if plan.owed_callbacks > 0:  # the report of a commit() already recorded
@@ -561,6 +563,9 @@ def run(spec: dict[str, Any]) -> int:
         client_conf["on_commit"] = auto
         plan.auto_commit = True
     consumer = Consumer(config(spec["bootstrap"], **client_conf))
+    zombie = (TxnStall(events, int(spec["stall"]), timer_commit(
+        consumer, spec["bootstrap"], consumer_conf, plan.stored))
+        if spec.get("stall") and not handler else None)
     producer = Producer(config(spec["bootstrap"], **spec["producer"]))
     if "transactional.id" in spec["producer"]:  # the lab's part: this instance's epoch
         producer.init_transactions(30)

@@ -14,13 +14,15 @@ only stopped, and it comes back. Each exercise stops it where coming back can hu
   takes the group's partitions (same ``group.instance.id``) from the committed offsets
   and finishes the input; then the first resumes, a zombie: its commit is refused with a
   fatal error (``_FENCED``: KIP-98's epoch), which only stopping answers. Before the
-  pause the loop's own thread is held a while, librdkafka's threads running on -- a slow
-  call turning into a frozen process -- so that whatever the consumer does on its own
-  (auto-commit's timer committing what the loop has fetched, inside the open
-  transaction) happens, as it would in production.
+  pause the loop's own thread is held, librdkafka's threads running on -- a slow call
+  turning into a frozen process -- so that what the consumer does on its own happens,
+  as it would in production: when it auto-commits, until its timer has committed what
+  it has to (:class:`TimerCommit`: the loop's position, or what it stored), inside the
+  open transaction.
 
-Both stall by count (the student's calls), never by time; only the hold is a time, and
-it is the consumer's own: one auto-commit interval and a margin (:func:`hold_seconds`).
+Both stall by count (the student's calls), never by time. The hold waits for an event
+too, the group's offsets reaching what the timer commits, capped at :data:`HOLD_CAP`;
+only a consumer with no timer of its own is held a fixed :data:`HOLD_MIN`.
 """
 
 from __future__ import annotations
@@ -28,33 +30,132 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from ..clients import config
+from ..errors import TimedOut
+from ..waiting import Deadline, wait_until
 from .search import STALL, ZOMBIE, ordinal, writes
 
 #: The hold before a transaction loop's pause when its consumer has no timer of its own
-#: that could commit (no auto-commit): librdkafka's default auto-commit interval and the
-#: most a hold lasts (below the mode's ``max.poll.interval.ms``, 10 s, past which the
-#: consumer would leave the group on its own: a different fault).
+#: that could commit (no auto-commit), and the most a wait for the timer lasts: below
+#: the mode's ``max.poll.interval.ms`` (10 s), past which the consumer would leave the
+#: group on its own (a different fault), and above librdkafka's default auto-commit
+#: interval (5 s), so a timer that fires at all fires within it.
 HOLD_MIN = 0.5
-AUTO_COMMIT_INTERVAL_MS = 5000
 HOLD_CAP = 8.0
+#: Seconds of each read of the group's offsets during the hold (a read that times out
+#: is one more round of the wait, not its end).
+READ_WITHIN = 2.0
+
+Offsets = dict[tuple[str, int], int]
 
 
-def hold_seconds(consumer_conf: dict[str, Any]) -> float:
-    """How long :class:`TxnStall` holds the loop's thread before the pause: long enough
-    for auto-commit's timer to fire once (its interval and 1 s), when the student's
-    consumer commits on its own; :data:`HOLD_MIN` otherwise. Capped at :data:`HOLD_CAP`.
-    Pure: unit-tested."""
-    auto = str(consumer_conf.get("enable.auto.commit", True)).lower() in ("true", "1")
-    if not auto:
-        return HOLD_MIN
-    interval = consumer_conf.get("auto.commit.interval.ms", AUTO_COMMIT_INTERVAL_MS)
-    try:
-        seconds = float(interval) / 1000 + 1.0
-    except (TypeError, ValueError):  # librdkafka refused it at Consumer(): never here
-        seconds = AUTO_COMMIT_INTERVAL_MS / 1000 + 1.0
-    return min(max(seconds, HOLD_MIN), HOLD_CAP)
+def _on(conf: dict[str, Any], key: str) -> bool:
+    """A librdkafka boolean as the student may write it (``True``, ``"true"``, ``1``);
+    unset is librdkafka's default, on (for both keys this module asks)."""
+    return str(conf.get(key, True)).lower() in ("true", "1")
+
+
+def auto_commits(consumer_conf: dict[str, Any]) -> bool:
+    """Does the consumer commit on its own (librdkafka's auto-commit timer)?"""
+    return _on(consumer_conf, "enable.auto.commit")
+
+
+class GroupOffsets:
+    """The group's committed offsets, read through a handle of the lab's own.
+
+    Not the student's consumer's ``committed()``: that consumer is read_committed, so
+    librdkafka asks for *stable* offsets (KIP-447's ``require_stable``), and while the
+    held transaction's offsets are pending the broker answers UNSTABLE_OFFSET_COMMIT,
+    which librdkafka retries until the call times out -- for the whole hold. This
+    consumer carries the group's id, never subscribes (it joins nothing, takes no
+    partition) and reads read_uncommitted: the offsets committed, pending ones aside.
+    Opened at the first read, closed by :meth:`close` (before the process stops)."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.conf = config(bootstrap, **{"group.id": group, "enable.auto.commit": False,
+                                         "isolation.level": "read_uncommitted"})
+        self._consumer: Consumer | None = None
+
+    def __call__(self, partitions: list[TopicPartition],
+                 timeout: float = READ_WITHIN) -> list[TopicPartition]:
+        if self._consumer is None:
+            self._consumer = Consumer(self.conf)
+        return self._consumer.committed(partitions, timeout=timeout)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            consumer.close()  # never subscribed: no rebalance to wait on
+
+
+class TimerCommit:
+    """What the consumer's auto-commit timer has to commit, and whether the group has
+    it: the event the zombie's hold waits for.
+
+    The timer commits the consumer's *stored* offsets: by librdkafka's default
+    (``enable.auto.offset.store``) one past each message ``consume()`` handed over, the
+    consumer's position; with the store left to the loop, what it stored (``stored``,
+    kept by the child's ``store_offsets``). Both are read on the loop's own thread, the
+    one held (``position()`` and ``assignment()`` are local to librdkafka). The group's
+    offsets are read by ``committed``, a :class:`GroupOffsets` or a stand-in."""
+
+    def __init__(self, consumer: Any,
+                 committed: Callable[[list[TopicPartition], float], list[TopicPartition]],
+                 stored: Offsets | None = None) -> None:
+        self.consumer, self.committed, self.stored = consumer, committed, stored
+        self.last: Offsets = {}
+
+    def due(self) -> Offsets:
+        """The offsets the timer is to commit, per partition (none: nothing consumed)."""
+        if self.stored is not None:
+            return dict(self.stored)
+        return {(tp.topic, tp.partition): tp.offset for tp in
+                self.consumer.position(self.consumer.assignment()) if tp.offset >= 0}
+
+    def covered(self, due: Offsets, timeout: float = READ_WITHIN) -> bool:
+        """Has the group committed ``due`` (or past it) on every partition?"""
+        if not due:
+            return True
+        got = self.committed([TopicPartition(t, p) for t, p in sorted(due)], timeout)
+        self.last = {(tp.topic, tp.partition): tp.offset for tp in got if not tp.error}
+        return all(self.last.get(k, -1) >= offset for k, offset in due.items())
+
+    def wait(self, due: Offsets, cap: float = HOLD_CAP) -> bool:
+        """Wait until the group has ``due``; False if ``cap`` seconds passed first (a
+        loop whose timer never commits it: the stall goes on, and says so)."""
+        deadline = Deadline(cap)
+        try:
+            wait_until(f"the auto-commit timer to commit {_text(due)}",
+                       lambda: self.covered(due, deadline.left(READ_WITHIN)), deadline,
+                       interval=0.1,
+                       retry=(KafkaException,))
+        except TimedOut:
+            return False
+        return True
+
+    def close(self) -> None:
+        close = getattr(self.committed, "close", None)
+        if callable(close):
+            close()
+
+
+def timer_commit(consumer: Any, bootstrap: str, consumer_conf: dict[str, Any],
+                 stored: Offsets) -> TimerCommit | None:
+    """The timer the zombie's hold waits for, if the student's consumer has one: it
+    commits the position, or -- ``enable.auto.offset.store`` off -- ``stored``."""
+    if not auto_commits(consumer_conf):
+        return None
+    return TimerCommit(consumer, GroupOffsets(bootstrap, consumer_conf["group.id"]),
+                       None if _on(consumer_conf, "enable.auto.offset.store") else stored)
+
+
+def _text(offsets: Offsets) -> str:
+    return ",".join(f"{t}/{p}@{o}" for (t, p), o in sorted(offsets.items())) or "nothing"
 
 
 class Stall:
@@ -83,28 +184,53 @@ class Stall:
 
 class TxnStall:
     """04's overlap fault (:data:`~deliverylab.grade.search.ZOMBIE`): right before the
-    student's ``n``-th ``commit_transaction`` call, hold the loop's thread ``hold``
-    seconds (librdkafka's threads run on), then stop the whole process (``SIGSTOP``).
-    The parent starts a successor and resumes this one (``SIGCONT``) once the successor
-    has ended; the commit it then makes is refused (the module's doc)."""
+    student's ``n``-th ``commit_transaction`` call, hold the loop's thread (librdkafka's
+    threads run on) -- until the consumer's auto-commit timer has committed what it has
+    to (``timer``, capped at :data:`HOLD_CAP`), or :data:`HOLD_MIN` with no timer --
+    then stop the whole process (``SIGSTOP``). The parent starts a successor and resumes
+    this one (``SIGCONT``) once the successor has ended; the commit it then makes is
+    refused (the module's doc)."""
 
-    def __init__(self, events: Any, n: int = 2, hold: float = HOLD_MIN) -> None:
-        self.events, self.n, self.hold, self.fired = events, n, hold, False
+    def __init__(self, events: Any, n: int = 2, timer: TimerCommit | None = None) -> None:
+        self.events, self.n, self.timer, self.fired = events, n, timer, False
+
+    def hold(self, count: int) -> tuple[float, str]:
+        """Hold the loop's thread; returns the seconds held and what ended the hold:
+        ``committed`` (the timer's commit landed), ``cap`` or ``no_timer``."""
+        started = time.monotonic()
+        if self.timer is None:
+            self.events.write("held", detail=f"{self.events.process}'s loop is held "
+                              f"{HOLD_MIN:.1f} s before its {ordinal(count)} "
+                              "commit_transaction (no auto-commit: librdkafka's threads "
+                              "run on)")
+            time.sleep(HOLD_MIN)  # one hold, no loop: nothing of the consumer's to await
+            return time.monotonic() - started, "no_timer"
+        try:
+            due = self.timer.due()
+            self.events.write("held", awaited=_text(due), detail=(
+                f"{self.events.process}'s loop is held before its {ordinal(count)} "
+                f"commit_transaction until the auto-commit timer has committed "
+                f"{_text(due)} (at most {HOLD_CAP:.0f} s)"))
+            landed = self.timer.wait(due, HOLD_CAP)
+        finally:
+            self.timer.close()
+        return time.monotonic() - started, "committed" if landed else "cap"
 
     def before(self, kind: str, count: int) -> None:
         """Before the student's ``count``-th call of ``kind``: stall if it is the plan's."""
         if self.fired or kind != "commit_transaction" or count != self.n:
             return
         self.fired = True
-        self.events.write("held", detail=f"{self.events.process}'s loop is held "
-                          f"{self.hold:.1f} s before its {ordinal(count)} "
-                          "commit_transaction (librdkafka's threads run on)")
-        time.sleep(self.hold)  # one hold, no loop: the consumer's timers do their work
+        held, ended = self.hold(count)
         words = (f"stalled before your {ordinal(count)} commit_transaction (its batch "
-                 f"written, the transaction open) for {self.hold:.1f} s, then paused while "
+                 f"written, the transaction open) for {held:.1f} s, then paused while "
                  "a successor fenced your producer, took the group's partitions from "
                  "their committed offsets and finished the input; then resumed")
+        seen = (f"; the group's offsets then: {_text(self.timer.last)}"
+                if self.timer is not None else "")
         self.events.write("fault", fault=ZOMBIE, outcome="info", words=words,
-                          detail=f"{self.events.process} is SIGSTOPped {words}")
+                          held_s=round(held, 3), hold=ended,
+                          detail=f"{self.events.process} is SIGSTOPped {words} (the hold "
+                          f"ended: {ended}{seen})")
         os.kill(os.getpid(), signal.SIGSTOP)
         self.events.write("resumed", detail="resumed (SIGCONT): a zombie now")
