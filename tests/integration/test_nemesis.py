@@ -10,7 +10,6 @@ run (voters 1, 2 and the controller-only 3), on 4-5 when the replicas fell so
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import NewTopic
@@ -32,23 +31,24 @@ def test_the_at_most_once_isolate_leader_cell_holds_on_every_size(brokers):
         assert set(cluster.status().values()) == {"up"}
 
 
-@pytest.fixture(scope="module")
-def five() -> Iterator[Cluster]:
+#: Placements on 5 brokers (voters 1-3): leader and followers voters or not.
+PLACEMENTS = [[1, 2, 4], [4, 1, 2], [2, 5, 1], [4, 5, 1]]
+
+
+def test_isolate_leader_runs_wherever_the_replicas_fall():
+    """Every placement on one 5-broker cluster, in one test: as four tests, xdist's workers
+    each started their own five brokers for them (three clusters in a `make test`)."""
     with Cluster(brokers=5) as cluster:
-        yield cluster
-
-
-@pytest.mark.parametrize("replicas", [[1, 2, 4], [4, 1, 2], [2, 5, 1], [4, 5, 1]])
-def test_isolate_leader_runs_wherever_the_replicas_fall(five, replicas):
-    """Placements on 5 brokers (voters 1-3): leader and followers voters or not."""
-    cluster = five
-    topic = f"iso-{uuid.uuid4().hex[:8]}"
-    cluster.admin().create_topics(
-        [NewTopic(topic, num_partitions=1, replica_assignment=[replicas])])[topic].result(30)
-    leader = cluster.wait_leader(topic, 0)
-    nemesis = Nemesis(cluster)
-    record = nemesis.isolate_leader(topic, 0, hold=0.1)
-    assert record.node == leader
-    assert cluster.wait_leader(topic, 0, exclude=(leader,)) in replicas
-    nemesis.heal()
-    assert set(cluster.status().values()) == {"up"}
+        for replicas in PLACEMENTS:
+            topic = f"iso-{uuid.uuid4().hex[:8]}"
+            cluster.admin().create_topics(
+                [NewTopic(topic, num_partitions=1, replica_assignment=[replicas])]
+            )[topic].result(30)
+            leader = cluster.wait_leader(topic, 0)
+            nemesis = Nemesis(cluster)
+            record = nemesis.isolate_leader(topic, 0, hold=0.1)
+            assert record.node == leader, (replicas, record)
+            new_leader = cluster.wait_leader(topic, 0, exclude=(leader,))
+            assert new_leader in replicas, (replicas, new_leader)
+            nemesis.heal()
+            assert set(cluster.status().values()) == {"up"}, replicas
