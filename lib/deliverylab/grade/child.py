@@ -38,6 +38,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from ..clients import close_consumer, config
 from ..history import outcome_of
 from ..values import decode
+from .http_call import Payments
 from .search import CallCounter, CrashPoint, db_commit
 from .stall import Stall, TxnStall, hold_seconds
 
@@ -441,14 +442,16 @@ def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
 
 def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
                 module: Any, running: Callable[[], bool], plan: KillPlan | None = None,
-                stall: Stall | None = None) -> None:
+                stall: Stall | None = None, payments: Payments | None = None) -> None:
     """The lab's own consumer loop around a student's per-message handler: poll a
-    batch, call the handler for each message, then commit the batch's offsets.
+    batch, call the handler for each message (with the database and a client of the
+    run's payment service, ``spec["service"]``), then commit the batch's offsets.
 
     Under the overlap fault (``overlap``) a refused offset commit is recorded, not
     raised: the group moved on, and redelivers what was not committed. A process that
     stalled (``stall``) ends right after the handler call it stalled in."""
     db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan, stall)
+    payments = payments or Payments(spec["service"], events, plan, spec.get("group", ""))
     path = spec.get("solution", "")
     setup = getattr(module, "setup", None)
     if callable(setup):  # said in the events: the parent sees a setup waiting on a lock
@@ -470,7 +473,7 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
             db.count += 1
             call_student(events, path, handle, db, value,
                          {"order_id": value, "amount": decode(m.value()).seq},
-                         (m.topic(), m.partition(), m.offset()))
+                         (m.topic(), m.partition(), m.offset()), payments)
             db.look()  # a commit through a connection the wrapper never saw
             events.write("handled", message=value)
             if stall is not None and stall.fired:
