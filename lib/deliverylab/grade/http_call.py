@@ -37,7 +37,8 @@ class Payments:
     service, with ``key`` as its ``Idempotency-Key`` header (None: no header, a payment
     every time), and returns the service's answer (``payment``, its number, and
     ``replayed``: True when the key was known and nothing new happened). The call is
-    recorded (``http_call``) and then counted for the crash plan, so ``kill_after_http``
+    recorded (``http_call``, a History op: a failing cell's excerpt shows each call of
+    the value with its key) and then counted for the crash plan, so ``kill_after_http``
     lands after the service applied it and before whatever the handler does next.
     ``send`` is the transport (the real HTTP call by default; a unit test hands the
     service's :class:`~deliverylab.services.http.CallLog` directly)."""
@@ -59,9 +60,10 @@ class Payments:
                 "amount": order.get("amount"), "instance": self.events.process}
         answer = self._send(body, key)
         self.calls += 1
-        self.events.write("http_call", message=body["message_id"], key=key,
-                          detail=f"payment {answer.get('payment')}"
-                          + (" (replayed)" if answer.get("replayed") else ""))
+        said = f"Idempotency-Key {key!r}" if key is not None else "no idempotency key"
+        self.events.write("http_call", values=[body["message_id"]], message=body["message_id"],
+                          key=key, detail=f"{said}: payment {answer.get('payment')}"
+                          + (" (replayed: no new payment)" if answer.get("replayed") else ""))
         if self.plan is not None:
             self.plan.after("http_call")
         return answer

@@ -66,7 +66,7 @@ from .search import (
 
 #: The event kinds that become History ops (``handed`` only matters if never reported).
 RECORDED = ("poll", "send", "commit", "fault", "begin_txn", "commit_txn", "abort_txn",
-            "send_offsets", "init_txn")
+            "send_offsets", "init_txn", "http_call")
 
 #: Seconds one stage process may take before it is killed; its run is not judged.
 STAGE_TIMEOUT = 60.0

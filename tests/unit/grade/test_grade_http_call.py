@@ -51,7 +51,8 @@ def test_pay_records_the_call_then_counts_it_as_a_boundary(tmp_path: Path, dying
         pay.pay(ORDER, key="k")
     got = read(tmp_path / "e.jsonl")
     assert [(e["kind"], e.get("key"), e["detail"]) for e in got[:2]] == [
-        ("http_call", "k", "payment 1"), ("http_call", "k", "payment 1 (replayed)")]
+        ("http_call", "k", "Idempotency-Key 'k': payment 1"),
+        ("http_call", "k", "Idempotency-Key 'k': payment 1 (replayed: no new payment)")]
     assert got[-1]["kind"] == "fault" and got[-1]["words"] == (
         "after your 2nd call to the payment service, before your 1st database commit")
     logged = read(tmp_path / "calls.jsonl")
@@ -192,3 +193,37 @@ def test_effect_counts_judges_rows_and_the_services_log():
     assert ex.prop("no_missing_effects").holds(counts, "kill_after_db") is False
     assert ex.prop("one_effect_each").holds({"duplicate_effects": 0}, "none") is True
     assert ex.prop("no_missing_effects").holds({"missing_effects": 0}, "none") is True
+
+
+def test_a_failing_effect_cell_s_excerpt_shows_each_call_of_the_value_with_its_key(
+        tmp_path: Path):
+    # The child's events as the parent turns them into History ops, and the report's
+    # excerpt of a duplicate payment: both calls, their keys, and the kill between them.
+    from deliverylab.grade.report import excerpt
+    from deliverylab.grade.runner import Run, to_history
+
+    v = ORDER["order_id"]
+    events = [
+        {"t": 1.0, "process": "stage-0", "kind": "poll", "values": [v], "topic": "in",
+         "partition": 0, "offset": 7},
+        {"t": 1.1, "process": "stage-0", "kind": "http_call", "values": [v], "message": v,
+         "key": None, "detail": "no idempotency key: payment 8"},
+        {"t": 1.2, "process": "stage-0", "kind": "fault", "fault": "kill_after_http",
+         "outcome": "info", "detail": "stage-0 is SIGKILLed after your 1st call"},
+        {"t": 2.0, "process": "stage-1", "kind": "poll", "values": [v], "topic": "in",
+         "partition": 0, "offset": 7},
+        {"t": 2.1, "process": "stage-1", "kind": "http_call", "values": [v], "message": v,
+         "key": None, "detail": "no idempotency key: payment 9"}]
+    history = History()
+    to_history(events, history)
+    assert [op.kind for op in history] == ["poll", "http_call", "fault", "poll", "http_call"]
+    ex = exercise("06")
+    counts = {"duplicate_effects": 1}
+    run = Run("06", "kill_after_http", 1, counts, ex.verdicts("kill_after_http", counts),
+              history=history, topics=("in", "out"),
+              examples={"duplicate_effects": [{"value": v}]})
+    lines = excerpt(run, ex.prop("one_effect_each"))
+    assert lines[0] == f"value {v} (duplicate_effects):"
+    calls = [ln for ln in lines if "http_call" in ln]
+    assert len(calls) == 2 and all("no idempotency key" in ln for ln in calls)
+    assert any("kill_after_http" in ln or "SIGKILLed" in ln for ln in lines)
