@@ -17,7 +17,8 @@ def setup(db):
     db.execute("CREATE TABLE IF NOT EXISTS handled (message_id TEXT)")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     if db.execute("SELECT 1 FROM handled WHERE message_id = ?", (message_id,)).fetchone():
         return
     with db:

@@ -15,7 +15,8 @@ def setup(db):
     db.execute("CREATE TABLE IF NOT EXISTS marks (message_id TEXT PRIMARY KEY)")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     with db:
         rowid = db.execute("INSERT INTO orders (order_id, amount) VALUES (?, ?)",
                            (order["order_id"], order["amount"])).lastrowid

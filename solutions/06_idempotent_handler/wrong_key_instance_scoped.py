@@ -17,7 +17,8 @@ def setup(db):
                "PRIMARY KEY (instance, message_id))")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     with db:
         new = db.execute("INSERT OR IGNORE INTO processed_by (instance, message_id) "
                          "VALUES (?, ?)", (os.getpid(), message_id)).rowcount == 1

@@ -15,7 +15,8 @@ def setup(db):
     db.execute("CREATE TABLE IF NOT EXISTS idempotency_keys (key TEXT PRIMARY KEY)")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     key = f"{message_id}:{uuid.uuid4()}"
     with db:
         if db.execute("INSERT OR IGNORE INTO idempotency_keys (key) VALUES (?)",

@@ -15,7 +15,8 @@ def setup(db):
     db.execute("CREATE TABLE IF NOT EXISTS inbox (message_id TEXT PRIMARY KEY)")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     with db:
         cur = db.execute("INSERT OR IGNORE INTO inbox (message_id) VALUES (?)", (message_id,))
         if cur.lastrowid:  # the bug: truthy for an ignored insert too

@@ -10,7 +10,8 @@ def setup(db):
     db.execute("CREATE TABLE IF NOT EXISTS processed (message_id TEXT PRIMARY KEY)")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     if db.execute("SELECT 1 FROM processed WHERE message_id = ?", (message_id,)).fetchone():
         return
     with db:

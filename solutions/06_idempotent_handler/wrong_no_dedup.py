@@ -5,7 +5,8 @@ redelivered batch writes its rows again: fails one_row_each under kill_after_db.
 EXPECTED_FAILURE = "kill_after_db x one_row_each"
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     with db:
         db.execute("INSERT INTO orders (order_id, amount) VALUES (?, ?)",
                    (order["order_id"], order["amount"]))

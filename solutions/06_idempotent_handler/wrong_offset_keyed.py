@@ -11,7 +11,8 @@ def setup(db):
                "off INTEGER, PRIMARY KEY (topic, part, off))")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     with db:
         seen = db.execute("INSERT OR IGNORE INTO processed VALUES (?, ?, ?)",
                           where).rowcount == 0

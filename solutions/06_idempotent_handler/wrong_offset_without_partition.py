@@ -16,7 +16,8 @@ def setup(db):
     db.execute("CREATE TABLE IF NOT EXISTS done_offsets (off INTEGER PRIMARY KEY)")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     _topic, _partition, offset = where
     with db:
         if db.execute("INSERT OR IGNORE INTO done_offsets (off) VALUES (?)",

@@ -11,7 +11,8 @@ EXPECTED_FAILURE = "kill_after_db x one_row_each"
 _handled: set[str] = set()
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     if message_id in _handled:
         return
     with db:

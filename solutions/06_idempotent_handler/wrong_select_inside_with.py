@@ -16,7 +16,8 @@ def setup(db):
     db.execute("CREATE TABLE IF NOT EXISTS seen_messages (message_id TEXT NOT NULL)")
 
 
-def handle(db, message_id, order, where):
+def handle(db, message_id, order, where, payments):
+    payments.pay(order, key=message_id)  # the payment is keyed right; the row is not
     with db:
         seen = db.execute("SELECT count(*) FROM seen_messages WHERE message_id = ?",
                           (message_id,)).fetchone()[0]

@@ -39,6 +39,7 @@ from ..clients import close_consumer, config
 from ..history import JsonLines, outcome_of
 from ..values import decode
 from .callbacks import StudentCallbacks
+from .http_call import Payments
 from .search import CallCounter, CrashPoint, db_commit
 from .stall import Stall, TxnStall, auto_commits, timer_commit
 
@@ -443,14 +444,16 @@ def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
 
 def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
                 module: Any, running: Callable[[], bool], plan: KillPlan | None = None,
-                stall: Stall | None = None) -> None:
+                stall: Stall | None = None, payments: Payments | None = None) -> None:
     """The lab's own consumer loop around a student's per-message handler: poll a
-    batch, call the handler for each message, then commit the batch's offsets.
+    batch, call the handler for each message (with the database and a client of the
+    run's payment service, ``spec["service"]``), then commit the batch's offsets.
 
     Under the overlap fault (``overlap``) a refused offset commit is recorded, not
     raised: the group moved on, and redelivers what was not committed. A process that
     stalled (``stall``) ends right after the handler call it stalled in."""
     db = StudentDatabase(sqlite3.connect(spec["database"], timeout=30), events, plan, stall)
+    payments = payments or Payments(spec["service"], events, plan, spec.get("group", ""))
     path = spec.get("solution", "")
     setup = getattr(module, "setup", None)
     if callable(setup):  # said in the events: the parent sees a setup waiting on a lock
@@ -472,7 +475,7 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
             db.count += 1
             call_student(events, path, handle, db, value,
                          {"order_id": value, "amount": decode(m.value()).seq},
-                         (m.topic(), m.partition(), m.offset()))
+                         (m.topic(), m.partition(), m.offset()), payments)
             db.look()  # a commit through a connection the wrapper never saw
             events.write("handled", message=value)
             if stall is not None and stall.fired:

@@ -86,6 +86,9 @@ class Exercise:
     #: judged as it ran, not "not judged".
     optional_boundaries: tuple[str, ...] = ()
     depth: int = 2
+    #: The boundaries a crash fault searches when they are not ``boundaries`` (06:
+    #: kill_after_db its database commits, kill_after_http its calls to the service).
+    fault_boundaries: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: Faults that make one of the student's calls fail while their process lives: a
     #: stage that raises on it is restarted once (as a service manager would: its
     #: successor also fences an open transaction it left, so the output reads back).
@@ -159,7 +162,8 @@ class Exercise:
         """Where ``fault`` kills, one run each ([None]: a fault that is not a crash)."""
         if fault not in self.crash_faults:
             return [None]
-        return list(crash_points(self.boundaries, self.depth))
+        return list(crash_points(self.fault_boundaries.get(fault, self.boundaries),
+                                 self.depth))
 
     def verdicts(self, fault: str, counts: dict[str, int],
                  state: str = JUDGED) -> dict[str, bool | None]:
@@ -337,7 +341,11 @@ IDEMPOTENT_HANDLER = Exercise(
     # partitions and handles the same messages, then the first resumes and finishes
     # its call (grade.runner.Stage.overlap): a check outside the write's transaction
     # was true when read and is false when it writes.
-    faults=("none", "kill_after_db", "lose_ack", "stall_consumer"),
+    # kill_after_http: SIGKILL right after the payment service answered the student's
+    # n-th call (grade.http_call), before whatever the handler does next: the call is
+    # made again by the successor, and the service applies it once only if its key
+    # names the message.
+    faults=("none", "kill_after_db", "kill_after_http", "lose_ack", "stall_consumer"),
     properties=(
         Property("one_row_each", "no message makes more than one row, however often it "
                  "is delivered or written", lambda c, f: c.get("duplicate_rows", 0) == 0,
@@ -354,13 +362,37 @@ IDEMPOTENT_HANDLER = Exercise(
                  "A crash can land between any two database commits: can your handler "
                  "remember a message as done while its row was never committed?",
                  anomaly="missing_rows"),
+        Property("one_effect_each", "no order is paid twice at the payment service, "
+                 "however often its message is delivered or the call made",
+                 lambda c, f: c.get("duplicate_effects", 0) == 0,
+                 "The payment service cannot join your database transaction: whatever "
+                 "reached it before a crash stays done, and the next delivery calls it "
+                 "again. What tells the service that a second call is the same payment?",
+                 anomaly="duplicate_effects",
+                 fault_hints={"kill_after_http": "Here the service was SIGKILLed right "
+                              "after the payment service answered your call, before your "
+                              "database commit; the next instance handled the message "
+                              "again and called again. Did your second call carry the "
+                              "same idempotency key as the first?",
+                              "lose_ack": "Here the producer wrote an order twice, at "
+                              "two offsets: one message, two deliveries. Is your "
+                              "idempotency key the same for both copies?"}),
+        Property("no_missing_effects", "every order in the input is paid at the payment "
+                 "service", lambda c, f: c.get("missing_effects", 0) == 0,
+                 "A crash can land between your database commit and your call to the "
+                 "service: can your handler take a message for done while its payment "
+                 "was never made?", anomaly="missing_effects"),
         replace(FINISHES, fault_hints={
             "stall_consumer": "Here your handler raised when a stalled instance resumed "
             "after its successor had handled the same message: finding another "
             "instance's finished work is a normal case for a handler, not an error."}),
     ),
-    kind="handler", params=("db", "message_id", "order", "where"), overlap="stall_consumer",
-    crash_faults=("kill_after_db",), boundaries=("db_commit",), depth=3,
+    kind="handler", params=("db", "message_id", "order", "where", "payments"),
+    overlap="stall_consumer", crash_faults=("kill_after_db", "kill_after_http"),
+    boundaries=("http_call", "db_commit"), depth=3,
+    fault_boundaries={"kill_after_db": ("db_commit",), "kill_after_http": ("http_call",)},
+    # A handler that never calls the service: judged as it ran (every payment missing).
+    optional_boundaries=("http_call",),
 )
 
 FOREACH_BATCH = Exercise(

@@ -280,7 +280,7 @@ class Report:
             raise ValueError(f"cell {fault} x {prop} failed no run: nothing to plot")
         run = min(cell.failing, key=lambda r: (len(r.history or []), r.seed))
         value = anomaly_value(run, cell.prop)
-        twice = cell.prop.anomaly in ("pipeline_extra", "duplicate_rows")
+        twice = cell.prop.anomaly in ("pipeline_extra", "duplicate_rows", "duplicate_effects")
         kw = ({"duplicates": [value]} if twice else {"lost": [value]}) if value else {}
         return timeline(run.history or [], title=f"{fault} x {prop}, seed {run.seed}: "
                         f"value {value or '-'}", save=save, **kw)

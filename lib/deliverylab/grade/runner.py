@@ -53,6 +53,7 @@ from ..readers import bounds, read_back
 from ..waiting import wait_until
 from .child import RAISED as RAISED_EXIT
 from .exercises import BROKEN, HUNG, JUDGED, RAISED, TIMEOUT, UNPLACED, Exercise
+from .http_call import effect_counts
 from .search import (
     CallCounter,
     CrashPoint,
@@ -65,7 +66,7 @@ from .search import (
 
 #: The event kinds that become History ops (``handed`` only matters if never reported).
 RECORDED = ("poll", "send", "commit", "fault", "begin_txn", "commit_txn", "abort_txn",
-            "send_offsets", "init_txn")
+            "send_offsets", "init_txn", "http_call")
 
 #: Seconds one stage process may take before it is killed; its run is not judged.
 STAGE_TIMEOUT = 60.0
@@ -263,6 +264,7 @@ class Stage:
     def __init__(self, exercise: Exercise, solution: Path, cluster: Any, source: str,
                  sink: str, group: str, workdir: Path) -> None:
         from ..process.children import Children  # lazy: the reaper is not vocabulary
+        from ..services.http import HttpService  # lazy: chapter 06's service
 
         self.children = Children()
         self.exercise, self.solution, self.cluster = exercise, solution, cluster
@@ -293,7 +295,11 @@ class Stage:
             with sqlite3.connect(self.database) as db:
                 db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
             db.close()
-            self.base.update(kind="handler", database=str(self.database))
+            # The payment service: the lab's real HTTP service, a process of its own per
+            # run (its keys and call log are this run's), stopped with the children.
+            self.service = HttpService(self.children, workdir)
+            self.base.update(kind="handler", database=str(self.database),
+                             service=self.service.url)
 
     def rows(self) -> list[str]:
         """The order id of every row in the handler's database."""
@@ -302,6 +308,10 @@ class Stage:
             return [r[0] for r in db.execute("SELECT order_id FROM orders")]
         finally:
             db.close()
+
+    def calls(self) -> list[dict[str, Any]]:
+        """Every request the payment service logged in this run (06)."""
+        return self.service.calls()
 
     def run(self, process: str, plan: dict[str, Any]) -> tuple[str, str]:
         """Run one stage process to its end; returns (how it ended, error tail)."""
@@ -436,6 +446,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     errors: list[str] = []
     loss = held = None
     rows: list[str] | None = None
+    calls: list[dict[str, Any]] = []  # the payment service's log (06)
     committed: Offsets | None = None
     unread = ""  # why the group's offsets at the kill could not be read
     unplaced = ""  # why the overlap fault did not happen
@@ -481,7 +492,7 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
             events = stage.read_events()
             to_history(events, history)
             if exercise.kind == "handler":
-                rows = stage.rows()
+                rows, calls = stage.rows(), stage.calls()
         finally:
             nemesis.heal()
             stage.close()
@@ -520,7 +531,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     else:  # the side effect is the database, judged beside the input's check
         reads = read_back(cluster, [source], isolation)
         result = C.check(history, reads, C.ANOMALIES)
-        examples = effect_counts(counts, [r.value for r in reads if r.value], rows, history)
+        examples = effect_counts(counts, [r.value for r in reads if r.value], rows, history,
+                                 calls)
     counts.update(result.counts)
     passed = exercise.verdicts(fault, counts, state)
     crash = next((e.get("words", "") for e in events if e["kind"] == "fault"
@@ -603,18 +615,3 @@ def committed_at_kill(cluster: Any, group: str, topic: str) -> Offsets:
     from ..readers import committed_offsets  # lazy: a client
 
     return {(topic, p): o for p, o in committed_offsets(cluster, group, topic).items()}
-
-
-def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],
-                  history: History) -> dict[str, list[dict[str, Any]]]:
-    """Chapter 06's checker over the handler's rows: duplicate and missing rows (into
-    ``counts``); returns examples of each, as the Checker's findings look."""
-    from ..services.check import count_effects  # lazy: chapter 06's checker
-
-    polls = [op for op in history if op.kind == "poll"]
-    effects = count_effects("student", input_ids, rows, [], polls)
-    counts.update(duplicate_rows=effects.duplicate_rows, missing_rows=effects.missing_rows,
-                  input_copies=effects.input_copies, redelivered=effects.redelivered)
-    missing = sorted(set(input_ids) - set(rows))
-    return {"duplicate_rows": [{"value": v} for v in effects.twice_rows[:5]],
-            "missing_rows": [{"value": v} for v in missing[:5]]}

@@ -33,6 +33,7 @@ LABELS = {
     "send_offsets": "send_offsets_to_transaction",
     "commit_transaction": "commit_transaction",
     "db_commit": "database commit",
+    "http_call": "call to the payment service",
     "batch": "micro-batch",
 }
 

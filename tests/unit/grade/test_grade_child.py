@@ -77,6 +77,18 @@ class FakeProducer:
         self.reports.append(on_delivery)
 
 
+def payments(tmp_path: Path, events: Events, plan: KillPlan | None = None,
+             service=None):
+    """The student's payment client over the payment service's own CallLog (``service``,
+    shared by the instances of one run; a fresh one logging to calls.jsonl if None), in
+    this process (the HTTP transport stood in): its keys and effects are the real ones."""
+    from deliverylab.grade.http_call import Payments
+    from deliverylab.services.http import CallLog
+
+    service = service or CallLog(tmp_path / "calls.jsonl")
+    return Payments("", events, plan, "run", send=service.handle)
+
+
 def read(path: Path) -> list[dict]:
     return list(read_json_lines(path).records)
 
@@ -224,12 +236,15 @@ def test_the_handler_loop_calls_the_handler_per_message_and_records_database_com
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     polls = iter([True, True, False])
     run_handler({"database": str(db_path), "function": "handle"}, events, consumer, module,
-                lambda: next(polls))
+                lambda: next(polls), payments=payments(tmp_path, events))
     rows = sqlite3.connect(db_path).execute("SELECT order_id FROM orders").fetchall()
     assert sorted(r[0] for r in rows) == ["producer-0:0", "producer-0:1"]  # deduplicated
+    paid = [(c["message_id"], c["key"], c["effect"]) for c in read(tmp_path / "calls.jsonl")]
+    assert paid == [("producer-0:0", "producer-0:0", True), ("producer-0:1", "producer-0:1",
+                                                             True)]
     got = read(tmp_path / "e.jsonl")
     # setup(db)'s call is said, so the parent sees a successor waiting in it on a lock
-    assert [e["kind"] for e in got][:3] == ["setup", "set_up", "poll"]
+    assert [e["kind"] for e in got][:4] == ["setup", "set_up", "poll", "http_call"]
     writes = [e for e in got if e["kind"] == "db_write"]
     # the redelivered batch's transactions wrote nothing: they are no database commits
     assert [w["values"] for w in writes] == [["producer-0:0"], ["producer-0:1"]]
@@ -392,12 +407,14 @@ def test_the_stall_stops_the_process_before_its_first_write_of_the_planned_messa
                                       "message #2")
 
 
-def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5) -> list[str]:
+def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5
+            ) -> tuple[list[str], list[dict]]:
     """The overlap fault's protocol with real SQLite, threads for processes: the first
     instance's handler stops before its first write of the message; a successor
     handles the same message meanwhile; the first resumes once the successor handled
     it, or ``grace`` seconds later (the successor waits on its lock), and finishes its
-    call. Returns the orders' ids; raises what either handler raised."""
+    call. Returns the orders' ids and the payment service's log; raises what either
+    handler raised."""
     import sqlite3
     import threading
 
@@ -408,8 +425,11 @@ def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5) -> 
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")
     conn.close()
+    from deliverylab.services.http import CallLog
+
     module = _student(solution)
     message, order = "producer-0:7", {"order_id": "producer-0:7", "amount": 7}
+    service = CallLog(tmp_path / "calls.jsonl")  # one payment service, both instances
     raised: list[BaseException] = []
 
     def instance(name: str, stall: Stall | None) -> None:
@@ -420,7 +440,8 @@ def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5) -> 
                 module.setup(db)
                 db.commit()
             db.armed, db.count, db.message = True, 1, message
-            module.handle(db, message, order, ("in", 0, 7))
+            module.handle(db, message, order, ("in", 0, 7),
+                          payments(tmp_path, events, service=service))
         except BaseException as exc:  # noqa: BLE001 -- handed to the test
             raised.append(exc)
         finally:
@@ -440,7 +461,7 @@ def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5) -> 
         raise raised[0]
     assert read(tmp_path / "stall.jsonl")[0]["kind"] == "fault"  # the stall was placed
     rows = sqlite3.connect(path).execute("SELECT order_id FROM orders").fetchall()
-    return [r[0] for r in rows]
+    return [r[0] for r in rows], read(tmp_path / "calls.jsonl")
 
 
 def _declared(path: Path) -> str:
@@ -460,7 +481,9 @@ def test_a_correct_handler_makes_one_row_when_two_instances_overlap(tmp_path: Pa
     # correct_begin_immediate holds the write lock through the stall: its successor
     # waits at BEGIN IMMEDIATE until the first resumes (after the grace), then sees the
     # mark; the others take no lock before their first write.
-    assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"]
+    rows, calls = overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch)
+    assert rows == ["producer-0:7"]
+    assert [c["message_id"] for c in calls if c["effect"]] == ["producer-0:7"]  # paid once
 
 
 OVERLAP_WRONG = sorted(p.name for p in SOLUTIONS_06.glob("wrong_*.py")
@@ -474,7 +497,7 @@ def test_the_overlap_faults_wrong_solutions_are_the_checks_outside_the_transacti
 @pytest.mark.parametrize("solution", OVERLAP_WRONG)
 def test_a_check_outside_the_writes_transaction_makes_two_rows_when_instances_overlap(
         tmp_path: Path, monkeypatch, solution):
-    assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch) == ["producer-0:7"] * 2
+    assert overlap(tmp_path, SOLUTIONS_06 / solution, monkeypatch)[0] == ["producer-0:7"] * 2
 
 
 def test_under_the_overlap_fault_a_refused_offset_commit_is_recorded_and_the_loop_goes_on(
@@ -500,12 +523,14 @@ def test_under_the_overlap_fault_a_refused_offset_commit_is_recorded_and_the_loo
                 raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
 
     spec = {"database": str(db_path), "function": "handle"}
+    events = Events(str(tmp_path / "a.jsonl"), "stage-1")
     with pytest.raises(KafkaException):  # outside the overlap fault: the grader's error
-        run_handler(spec, Events(str(tmp_path / "a.jsonl"), "stage-1"), Refusing(), module,
-                    iter([True, False]).__next__)
+        run_handler(spec, events, Refusing(), module, iter([True, False]).__next__,
+                    payments=payments(tmp_path, events))
     consumer = Refusing()
-    run_handler({**spec, "overlap": True}, Events(str(tmp_path / "e.jsonl"), "stage-1"),
-                consumer, module, iter([True, True, False]).__next__)
+    events = Events(str(tmp_path / "e.jsonl"), "stage-1")
+    run_handler({**spec, "overlap": True}, events, consumer, module,
+                iter([True, True, False]).__next__, payments=payments(tmp_path, events))
     commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
     assert [c["outcome"] for c in commits] == ["fail", "ok"]
     assert "UNKNOWN_MEMBER_ID" in commits[0]["error"]
@@ -527,7 +552,7 @@ def test_a_stalled_instance_ends_right_after_the_call_it_stalled_in(tmp_path: Pa
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     run_handler({"database": str(db_path), "function": "handle", "overlap": True}, events,
                 consumer, _student(SOLUTIONS_06 / "reference.py"), lambda: True,
-                stall=Stall(events, 2))
+                stall=Stall(events, 2), payments=payments(tmp_path, events))
     got = read(tmp_path / "e.jsonl")
     assert [e["message"] for e in got if e["kind"] == "handled"] == [
         "producer-0:0", "producer-0:1"]

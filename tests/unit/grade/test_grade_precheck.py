@@ -87,5 +87,6 @@ def test_the_cli_exits_1_with_the_line(tmp_path: Path, capsys):
 
     path = write(tmp_path, "x = 1\n")
     assert main(["06", str(path)]) == 1
-    assert "defines no function handle(db, message_id, order, where)" in capsys.readouterr().out
-    assert exercise("06").params == ("db", "message_id", "order", "where")
+    assert "defines no function handle(db, message_id, order, where, payments)" in \
+        capsys.readouterr().out
+    assert exercise("06").params == ("db", "message_id", "order", "where", "payments")

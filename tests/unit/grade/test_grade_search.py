@@ -41,6 +41,9 @@ def test_each_exercise_searches_its_own_boundaries_and_other_faults_run_once():
         "poll#1", "commit#1", "send_offsets#1", "commit_transaction#1"]
     assert [p.name for p in exercise("06").points("kill_after_db")] == [
         "db_commit#1", "db_commit#2", "db_commit#3"]
+    # each crash fault of 06 its own boundary: the service's answer, or the commit
+    assert [p.name for p in exercise("06").points("kill_after_http")] == [
+        "http_call#1", "http_call#2", "http_call#3"]
     assert exercise("06").points("none") == [None]
 
 
