@@ -12,12 +12,17 @@ machine the suite itself loads; whether an outcome holds 50 times in a row with 
 CPU-bound hogs beside it is a question for a run that takes an hour, not for CI. The
 selection runs with ``DELIVERYLAB_REPEAT=N`` (the every-time tests read it), the hogs
 are ``stress-ng --cpu HOGS`` (bench/cpu_load.py), and the 1-minute load average is
-sampled throughout and printed beside pytest's own summary. Exit status: pytest's.
+sampled throughout and printed beside pytest's own summary. A chapter run records the
+timing margins its claims rest on (its results' ``observed["margins"]``, e.g. 02b's
+eviction against its time-boxed stall); each chapter run of the selection has them
+printed here, so a margin a loaded machine eats into is seen before it turns into a
+failure. Exit status: pytest's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -32,6 +37,18 @@ ROOT = Path(__file__).resolve().parents[1]
 EVERY_TIME = ["tests/integration/chapters/at_most_once/test_recipes.py",
               "tests/integration/chapters/at_least_once/test_lost_ack.py",
               "tests/integration/chapters/kafka_bugs/test_reproductions.py"]
+
+
+def print_margins(since: float) -> None:
+    """The margins of every chapter result written by this run (test-artifacts/labs)."""
+    for path in sorted((ROOT / "test-artifacts" / "labs").glob("*.json")):
+        if path.stat().st_mtime < since:
+            continue
+        margins = json.loads(path.read_text()).get("observed", {}).get("margins")
+        if margins:
+            print(f"margins of {path.stem}:")
+            for what, seconds in margins.items():
+                print(f"  {what:<52} {seconds}")
 
 
 def main() -> int:
@@ -50,12 +67,13 @@ def main() -> int:
                                                        os.environ.get("PYTHONPATH")]))}
     print(f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.2f}; "
           f"{args.hogs} CPU hog(s); every-time tests x{args.repeat}", flush=True)
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     with loaded(args.hogs) as samples:
         code = subprocess.call([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                                 "-q", "-rfE", "--timeout", str(600 + 60 * args.repeat),
                                 *args.tests], cwd=ROOT, env=env)
     took = time.monotonic() - t0
+    print_margins(started)
     if samples:
         print(f"load average during the run: median {statistics.median(samples):.2f}, "
               f"min {min(samples):.2f}, max {max(samples):.2f} ({len(samples)} samples)")

@@ -17,8 +17,9 @@ from __future__ import annotations
 from .rebalance import FLUSH_S, LABELS, STRATEGIES, GroupRun
 from .rebalance import claims as rebalance_claims
 from .rebalance import compare as compare_rebalances
+from .rebalance import margins as rebalance_margins
 from .rebalance import plot as plot_rebalances
 from .stall import Takeover, stall_takeover
 
 __all__ = ["FLUSH_S", "LABELS", "STRATEGIES", "GroupRun", "Takeover", "compare_rebalances",
-           "plot_rebalances", "rebalance_claims", "stall_takeover"]
+           "plot_rebalances", "rebalance_claims", "rebalance_margins", "stall_takeover"]

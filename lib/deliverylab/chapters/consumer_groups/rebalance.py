@@ -579,6 +579,20 @@ def claims(runs: Sequence[GroupRun]) -> dict[str, bool]:
     }
 
 
+def margins(runs: Sequence[GroupRun]) -> dict[str, float]:
+    """Per run with an eviction rebalance: when the others' last callback of it ran
+    (seconds into the stall) and the headroom to the wake. The two-rebalance claims
+    rest on the eviction being over before the time-boxed stall ends: the margin a
+    loaded machine eats into (recorded by the chapter, printed by bench/loaded.py)."""
+    out: dict[str, float] = {}
+    for r in runs:
+        if r.eviction.callbacks:  # static membership: no rebalance to finish
+            last = max(e.t for e in r.eviction.callbacks)
+            out[f"{r.strategy}: eviction over (s into the stall)"] = round(last - r.stall, 2)
+            out[f"{r.strategy}: headroom to the wake (s)"] = round(r.wake - last, 2)
+    return out
+
+
 # ------------------------------------------------------------------------- the figure
 
 _MEMBER_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00")

@@ -225,3 +225,13 @@ def test_the_pause_claims_need_a_modeled_flush():
             run("static", static_timeline())]
     with pytest.raises(LabError, match="flush_s"):
         R.claims(runs)
+
+
+def test_margins_say_how_much_of_the_stall_the_eviction_left():
+    runs = [run("eager", eager_timeline()), run("static", static_timeline())]
+    # eager: the others' last callback of the eviction at 9.8, the stall from 3.0 to 12.0
+    assert R.margins(runs) == {"eager: eviction over (s into the stall)": 6.8,
+                               "eager: headroom to the wake (s)": 2.2}
+    # an eviction that ended after the wake belongs to the rejoin's window: no headroom
+    late = [e for e in eager_timeline() if not (9.0 <= e.t < 12.0 and e.member != "c")]
+    assert R.margins([run("eager", late)]) == {}
