@@ -50,6 +50,8 @@ def test_light_caps_the_broker_and_controller_heaps_the_caller_still_wins(tmp_pa
 
 def test_light_puts_the_spark_driver_on_the_serial_collector(tmp_path, monkeypatch):
     monkeypatch.setenv("DELIVERYLAB_CACHE", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the driver's folder: not in /tmp
+    monkeypatch.setattr(session.tempfile, "tempdir", None)
     monkeypatch.setenv(profile.PROFILE_ENV, "light")
     opts = session._driver_java_options().split()
     assert "-XX:+UseSerialGC" in opts and "-XX:TieredStopAtLevel=1" in opts

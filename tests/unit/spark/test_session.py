@@ -15,6 +15,11 @@ from deliverylab.spark import session
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DELIVERYLAB_CACHE", str(tmp_path))
+    # the driver's options make its temporary folder: in this test's, not the shared /tmp
+    # (where the solo part's /tmp comparison would count it, tests/lanes.py)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr(session.tempfile, "tempdir", None)
     return tmp_path
 
 
