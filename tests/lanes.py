@@ -10,9 +10,10 @@ checks). Two tests that must not overlap share a lane:
 
 * :data:`DOCKER`, what runs on the Docker engine: the compose lab judges its chapter's
   clean-up by every lab container on the engine (tests/integration/test_docker_lab.py),
-  the Docker hub every container and network of its class (test_hub_docker.py). The
-  course book (tests/browser/test_book.py, Chromium reading files) goes at its end: it
-  is light, the lane is the shorter one, and it reads chapter 08's run, done before.
+  the Docker hub every container and network of its class (test_hub_docker.py). Their
+  JVMs and Spark drivers run in containers, each with a ``/tmp`` of its own. The course
+  book (tests/browser/test_book.py, Chromium reading files) goes at its end: it is light
+  and may share the machine, and it reads chapter 08's run, done before.
 * :data:`HOST`, what judges the host itself: the three-student hub (Unix users, their
   processes and files found by uid, a network namespace and a cgroup each) and the
   comparison of the shared ``/tmp`` (test_temp_files.py), which would count the hub

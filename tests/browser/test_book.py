@@ -40,7 +40,7 @@ NO_PANEL = {"02b_consumer_groups", "08_cost_of_guarantees"}
 
 # solo: the chapter tests run in the parallel part (08 alone at the start of the solo part),
 # and this one reads what they left. Light (Chromium reading files), so it may share the
-# machine: last in the Docker lane, the shorter one (tests/lanes.py).
+# machine: last in the Docker lane (tests/lanes.py).
 pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.spark,
               pytest.mark.solo, lanes.DOCKER, pytest.mark.timeout(600)]
 
