@@ -53,8 +53,9 @@ lint: $(DEPS)
 # docs/measurements.md). Its chapters and the grader's calibration are taken first
 # (longest first, one test at a time to whichever worker is free: scripts/test-suite.sh).
 # Tests marked `solo` (throughput ratios, a look at every container on the engine, the
-# hubs, /tmp compared before and after) then run alone; the lab image only they need is
-# built beside the parallel part. PYTEST_ARGS narrows both parts.
+# hubs, /tmp compared before and after) run after it: chapter 08 alone, then two lanes side
+# by side (tests/lanes.py); the lab image only they need is built beside the parallel
+# part. PYTEST_ARGS narrows both parts.
 TEST_WORKERS ?= 3
 # The set-up runs inside the script, beside the first part of the lab image's build.
 test:

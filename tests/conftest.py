@@ -14,10 +14,12 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.lanes import LANES
 
 from deliverylab.classroom.hub.host import install_proxy, prepare_cache
 from deliverylab.classroom.hub.hub import Hub
@@ -66,7 +68,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     are almost done: ``make test`` hands xdist's workers one test at a time in this order
     (scripts/test-suite.sh), and the short unit tests at the end fill the gaps. A stable
     sort: within a group the collection order stays (every worker must compute the same
-    order)."""
+    order). And every ``solo`` test must say where the solo part runs it."""
     root = Path(str(config.rootpath))
 
     def group(item: pytest.Item) -> int:
@@ -77,6 +79,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 2 if rel.startswith(_UNIT) else 1
 
     items.sort(key=group)
+    for item in items:
+        if item.get_closest_marker("solo") is None:
+            continue
+        kinds = [m for m in ("alone", *LANES) if item.get_closest_marker(m) is not None]
+        if len(kinds) != 1:  # make test's solo part would run it twice, or never
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked solo and {kinds or 'nothing else'}: a solo test "
+                f"is marked alone or with one lane of {LANES} (tests/lanes.py)")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -160,11 +170,19 @@ def artifacts() -> str:
 # --- Docker: an engine and the broker image, made to exist once per session ----------
 
 
+@contextmanager
+def one_worker_at_a_time(name: str) -> Iterator[None]:
+    """Hold the machine-wide lock ``name`` (a file in the temp folder): what two pytest
+    workers must not do at once on a host. Released when the file closes."""
+    with open(Path(tempfile.gettempdir()) / f"deliverylab-tests-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _script(name: str, timeout: float, **env: str) -> subprocess.CompletedProcess:
     """Run a docker/ script, one test process at a time: under ``pytest -n`` two workers
     would otherwise both start a dockerd, or build the same image side by side."""
-    with open(Path(tempfile.gettempdir()) / "deliverylab-tests-docker.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with one_worker_at_a_time("docker"):
         return subprocess.run(["bash", str(DOCKER_DIR / name)], capture_output=True,
                               text=True, timeout=timeout,
                               env={**os.environ, "PYTHON": sys.executable, **env})
@@ -238,8 +256,11 @@ def class_cache() -> Path:
 
 @pytest.fixture(scope="session")
 def proxy() -> Path:
-    """configurable-http-proxy from npm (once; `make classroom` installs the same)."""
-    return install_proxy()
+    """configurable-http-proxy from npm (once; `make classroom` installs the same), one
+    worker at a time: the solo part's two lanes may each start a hub at once, and two npm
+    installs into one folder would race."""
+    with one_worker_at_a_time("hub-setup"):
+        return install_proxy()
 
 
 @pytest.fixture
@@ -259,7 +280,10 @@ def start_hub(proxy: Path) -> Iterator[Callable[..., Hub]]:
                                **settings)
         hub = Hub(s, ephemeral=True)
         started.append(hub)
-        return hub.start()
+        # one hub start at a time on the host: the first makes the class runtime in
+        # /opt (hub.host.prepare_runtime), which two starts at once would both make
+        with one_worker_at_a_time("hub-setup"):
+            return hub.start()
 
     try:
         yield start

@@ -51,7 +51,8 @@ LAB_SETTINGS = {
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The course book's test reads the chapters the chapter tests executed: it runs
     after every other selected test (pytest would otherwise take tests/browser/ before
-    tests/labs/, and chapter 08 runs in the same solo part)."""
+    tests/labs/, when a run selects the chapters too), and last in its lane of the solo
+    part."""
     book = [i for i in items
             if Path(i.path).name == "test_book.py" and Path(i.path).parent == HERE]
     if book:

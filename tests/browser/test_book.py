@@ -8,8 +8,9 @@ claim's verdict, and no stderr box; the sidebar and the search must work. Screen
 of every page land in ``test-artifacts/book-screenshots/`` (the book itself in
 ``test-artifacts/book/``).
 
-No chapter is executed here: in ``make test`` this test is ``solo`` and ordered after
-every other test (``tests/browser/conftest.py``), so the chapter tests have left each
+No chapter is executed here: in ``make test`` this test is ``solo``, runs after chapter 08
+(the ``alone`` run that starts the solo part) and last in its lane
+(``tests/browser/conftest.py``), so the chapter tests have left each
 chapter -- notebook, results file and panel record, newer than the notebook and the
 library -- in ``test-artifacts/labs/``. A chapter missing or stale there fails the test,
 naming the chapter test to run (``DELIVERYLAB_BOOK_FROM=results/course`` takes the
@@ -23,6 +24,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tests import lanes
 
 from deliverylab.classroom import book, course
 
@@ -36,10 +38,11 @@ LEFT = (".ipynb", ".json", ".panels.jsonl")
 #: are its consumers' own stalls, run by its cells).
 NO_PANEL = {"02b_consumer_groups", "08_cost_of_guarantees"}
 
-# solo: the chapter tests run in the parallel part (08 in the solo part, before this
-# test), and this one reads what they left.
+# solo: the chapter tests run in the parallel part (08 alone at the start of the solo part),
+# and this one reads what they left. Light (Chromium reading files), so it may share the
+# machine: last in the Docker lane (tests/lanes.py).
 pytestmark = [pytest.mark.browser, pytest.mark.cluster, pytest.mark.spark,
-              pytest.mark.solo, pytest.mark.timeout(600)]
+              pytest.mark.solo, lanes.DOCKER, pytest.mark.timeout(600)]
 
 
 def stale(folder: Path, chapter: str) -> str | None:

@@ -22,14 +22,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests import lanes
 
 from deliverylab.cluster import docker as dk
 from deliverylab.cluster.cluster import free_ports
 
 # solo: a chapter's clean-up is judged by every lab container on the engine (the chapter
-# inside the lab names its own cluster), which another test running beside it would add to.
+# inside the lab names its own cluster), which another test running beside it would add to;
+# in the solo part every test on the engine shares its lane, one at a time (tests/lanes.py).
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark,
-              pytest.mark.timeout(2400), pytest.mark.solo]
+              pytest.mark.timeout(2400), pytest.mark.solo, lanes.DOCKER]
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = ROOT / "docker"
 

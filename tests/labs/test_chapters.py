@@ -413,8 +413,9 @@ def run_and_check(chapter: str, artifacts: str, backend: str, **extra: Any) -> O
     return observed
 
 
-#: Chapters whose claim is a throughput ratio: run alone (``solo``), after the parallel
-#: part of the suite, so that another test's load does not weigh on one side of a ratio.
+#: Chapters whose claim is a throughput ratio: run after the parallel part of the suite
+#: (``solo``) and with nothing beside them (``alone``: first in the solo part, before its
+#: two lanes), so that another test's load does not weigh on one side of a ratio.
 SOLO = ("08_cost_of_guarantees",)
 
 #: The chapters that run on containers: the same claims, the brokers in Docker (and
@@ -442,8 +443,9 @@ def backend_of(chapter: str, request: pytest.FixtureRequest) -> str:
 @pytest.mark.cluster
 @pytest.mark.spark
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.solo) if c in SOLO
-                                     else c for c in CHAPTERS])
+@pytest.mark.parametrize("chapter", [
+    pytest.param(c, marks=[pytest.mark.solo, pytest.mark.alone]) if c in SOLO else c
+    for c in CHAPTERS])
 def test_chapter_demonstrates_its_claim(chapter: str, artifacts: str,
                                         request: pytest.FixtureRequest):
     run_and_check(chapter, artifacts, backend_of(chapter, request))

@@ -15,7 +15,10 @@ and their memory against the cap, a student who opens it gets 403, and the page,
 itself while the students work, changes while they run and shows each student's chapter
 row once their run wrote it; left open, it does not keep the idle servers from the culler.
 
-Alone (``solo``): three clusters of three brokers and three Spark drivers on two cores.
+In the solo part (``solo``), never in the parallel part: three clusters of three brokers
+and three Spark drivers on two cores. Its lane (tests/lanes.py, ``HOST``) keeps it apart
+from the ``/tmp`` comparison, and from the Docker tests when a student could be given
+the containers' uid.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests import lanes
 from tests.browser.conftest import CHROMIUM_ARGS, chromium_executable  # noqa: F401
 from tests.integration.classroom.hub_helpers import (
     CHAPTER,
@@ -50,9 +54,10 @@ from deliverylab.errors import LabError
 from deliverylab.process.ports import free_ports
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
-              pytest.mark.browser, pytest.mark.timeout(900)]
+              lanes.HOST, pytest.mark.browser, pytest.mark.timeout(900)]
 
 CULL_TIMEOUT = 60  # seconds idle; every busy kernel below reports activity every 10 s
+CULL_EVERY = 5  # the culler looks every 5 s: an idle server goes 60-65 s after its last use
 MEM_LIMIT_GB = 3.0  # each student's cgroup (one student peaks near 1.5 GB RSS)
 
 
@@ -164,7 +169,7 @@ def server_pid(uid: int) -> int:
 
 def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts: str):
     hub = start_hub(["ann", "ben", "cat"], cache=str(class_cache), cull_timeout=CULL_TIMEOUT,
-                    cull_every=10, activity_interval=10, mem_limit_gb=MEM_LIMIT_GB,
+                    cull_every=CULL_EVERY, activity_interval=10, mem_limit_gb=MEM_LIMIT_GB,
                     instructors=["ida"], dashboard_port=free_ports(1)[0],
                     dashboard_refresh=2)
     s = hub.settings
@@ -178,6 +183,7 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
     parallel(Student.login, students.values())
     parallel(lambda st: (st.start_server(), st.wait_ready()), students.values())
     print(f"3 servers ready {time.monotonic() - t0:.1f} s after the logins began")
+    t_ready = time.monotonic()
     uids = {n: pwd.getpwnam(s.unix_name(n)).pw_uid for n in students}
     assert len(set(uids.values())) == 3 and 0 not in uids.values()
 
@@ -206,6 +212,8 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
     # --- the chapter, headless, in a kernel of each student's server -----------------
     kernels: dict[str, Kernel] = dict(zip(students, parallel(
         lambda st: st.kernel(NOTEBOOK), students.values()), strict=True))
+    # the servers idle meanwhile: this must stay well under CULL_TIMEOUT
+    print(f"kernels started {time.monotonic() - t_ready:.0f} s after the servers were ready")
     params = {**course.HEADLESS.get(CHAPTER, {}), **course.PREDICTIONS.get(CHAPTER, {}),
               **course.SMALL[CHAPTER], "backend": "local"}
     finished, lock, running = threading.Event(), threading.Lock(), [len(students)]
@@ -269,6 +277,7 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
         claim_held(name, st, Path(s.home(name)))
 
     # --- isolation: files, processes, brokers ------------------------------------------
+    t_isolation = time.monotonic()
     parallel(lambda k: k.execute(
         "import deliverylab as dl, os\n"
         "mine = dl.Cluster.start(brokers=1, backend='local')\n"
@@ -294,9 +303,14 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
             seen = k.value(f"_probe({str(s.home(other))!r}, {kernel_pids[other]})")
             assert seen == {"home": "denied", "results": "denied", "signal": "denied",
                             "environ": "denied"}, f"{name} reached {other}'s: {seen}"
-    # no student connects to any port of another's, on their loopback or their address
+    # no student connects to any port of another's, on their loopback or their address.
+    # Each kernel tries at once: an attempt at another's address waits out its 0.5 s
+    # (dropped, not refused), so one kernel after another took tens of seconds, with the
+    # other servers idle meanwhile (time the culler counts).
     net = ClassNetwork(s.prefix, s.students)
-    for name, k in kernels.items():
+
+    def reaches(name: str) -> None:
+        k = kernels[name]
         for other in students:
             if other == name:
                 continue
@@ -309,6 +323,17 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
                 f"{name} connected to {other}'s ports: {got}"
         own = k.value(f"_connect({sorted(map(list, listening[name]))!r})", timeout=300)
         assert set(own.values()) == {"connected"}, f"{name}'s own ports: {own}"
+
+    t_connect = time.monotonic()
+    parallel(reaches, list(kernels))
+    print(f"isolation checked in {time.monotonic() - t_isolation:.0f} s (the connection "
+          f"attempts {time.monotonic() - t_connect:.0f} s)")
+
+    # --- ann's and cat's servers left idle (their brokers still up): the culler's timer
+    # runs from here, while ben's kernel is killed and checked below ------------------
+    for name in ("ann", "cat"):
+        kernels[name].close()
+    t_idle = time.monotonic()
 
     # --- a kernel SIGKILLed leaves nothing behind ---------------------------------------
     ben = uids["ben"]
@@ -323,10 +348,9 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
     wait_for(f"the reaper to remove {workdir}", lambda: not workdir.exists(), 30)
     assert not [p for p in processes_of(ben) if psutil.Process(p).name() == "java"]
 
-    # --- the idle culler stops ann's and cat's servers (their brokers still up) --------
-    for name in ("ann", "cat"):
-        kernels[name].close()
-    t_idle = time.monotonic()
+    print(f"ben's killed kernel checked {time.monotonic() - t_idle:.0f} s into the idle")
+
+    # --- the idle culler stops ann's and cat's servers ----------------------------------
     for name in ("ann", "cat"):
         students[name].wait_stopped(timeout=CULL_TIMEOUT + 120)
         assert processes_of(uids[name]) == [], f"{name} has processes left after the cull"

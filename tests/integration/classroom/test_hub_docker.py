@@ -12,8 +12,10 @@ container and every process in it; the hub's shutdown leaves no container or net
 The instructor's dashboard runs on the host beside the hub (as ``nobody``) and answers
 with both students' rows, then with each one's chapter 00 claim held; a student gets 403.
 
-Alone (``solo``): two JupyterLab servers, two clusters and two Spark drivers on two
-cores, and the test looks at every container of its class on the engine.
+In the solo part (``solo``), never in the parallel part: two JupyterLab servers, two
+clusters and two Spark drivers on two cores, and the test looks at every container of its
+class on the engine. It runs in the Docker lane (tests/lanes.py), one at a time with the
+compose lab's tests, which judge every lab container on the engine.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import time
 import psutil
 import pytest
 import requests
+from tests import lanes
 from tests.integration.classroom.hub_helpers import CHAPTER, NOTEBOOK, claim_held, parallel
 
 from deliverylab.classroom import course
@@ -40,7 +43,7 @@ from deliverylab.cluster.ready import wait_until
 # 2400 s: the first test of a session to ask for the lab image builds it (a cold CI run:
 # the Debian base and the image, ~9 min); the test itself takes a few minutes.
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
-              pytest.mark.timeout(2400)]
+              lanes.DOCKER, pytest.mark.timeout(2400)]
 
 MEM_LIMIT_GB = 3.0  # one student peaks near 1.25 GiB in chapter 00 (test_hub.py)
 CPU_LIMIT = 1.5

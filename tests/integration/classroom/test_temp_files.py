@@ -23,13 +23,18 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests import lanes
 
 from deliverylab.process.children import child_env
 
 # Solo: the comparison of /tmp is only a fact when nothing else on the machine writes
 # JVM-named entries there meanwhile -- beside it, another worker's cluster
 # (deliverylab-cluster-*) or Spark driver (deliverylab-spark-*) would count as this run's.
-pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo]
+# In the solo part it shares the HOST lane with the three-student hub, whose students run
+# clusters and Spark on the host; beside it runs only the Docker lane, whose JVMs are in
+# containers, each with a /tmp of its own (tests/lanes.py).
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
+              lanes.HOST]
 
 SHARED = Path("/tmp")
 #: What JVMs, lz4-java, snappy-java, zstd-jni and Spark name what they leave in /tmp.
