@@ -56,6 +56,9 @@ class Serving:
             report(None, Msg())
         return 0
 
+    def __len__(self) -> int:  # what librdkafka still holds: the reports not served
+        return len(self.reports)
+
     def flush(self, timeout: float = -1) -> int:
         return self._serve("flush")
 

@@ -302,12 +302,19 @@ def test_the_plan_kills_right_after_the_planned_flush_and_says_where(tmp_path: P
         def flush(self, timeout=None):
             return 0
 
+        def __len__(self):
+            return 0
+
     c = StudentConsumer(FakeConsumer(), events, plan)
     p = StudentProducer(Flushing(), events, plan)
+    p.flush(30)  # an empty batch's flush (nothing produced): no boundary
     c.consume(2, 0.1)
+    p.produce("out", b"1", None)
     p.flush(30)
     c.commit(message=FakeMsg(1))
+    p.flush(30)  # nothing since the last: not the 2nd flush either
     c.consume(2, 0.1)
+    p.produce("out", b"2", None)
     with pytest.raises(Died):
         p.flush(30)
     fault = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "fault"]
