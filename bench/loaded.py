@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--hogs", type=int, default=2, help="stress-ng CPU hogs (issue 41: 2)")
     ap.add_argument("--repeat", type=int, default=50,
                     help="DELIVERYLAB_REPEAT: how often each every-time test shows its outcome")
-    args = ap.parse_args()
+    args, extra = ap.parse_known_args()  # the rest is pytest's (-s, -k ...)
     if args.hogs < 0 or args.repeat < 1:
         raise SystemExit(f"bad --hogs {args.hogs} or --repeat {args.repeat}: hogs >= 0, "
                          "repeat >= 1")
@@ -71,7 +71,7 @@ def main() -> int:
     with loaded(args.hogs) as samples:
         code = subprocess.call([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                                 "-q", "-rfE", "--timeout", str(600 + 60 * args.repeat),
-                                *args.tests], cwd=ROOT, env=env)
+                                *extra, *args.tests], cwd=ROOT, env=env)
     took = time.monotonic() - t0
     print_margins(started)
     if samples:
