@@ -111,6 +111,15 @@ class WindowRun:
     result: SourceRun | None = field(default=None, repr=False)
     flushes: list[tuple[str, int]] = field(default_factory=list)  # the killed worker's
 
+    def margins(self) -> dict[str, int]:
+        """What the lesson rests on, for the results file (``bench/loaded.py`` prints it):
+        the count holds however the flushes fell ("found == predicted" also with none),
+        but a window *between* flushes needs one that committed records before the kill
+        and lines past it; a loaded worker that flushed late shrinks both."""
+        return {"window: offset flushes with records before the kill":
+                sum(1 for _, acked in self.flushes if acked > 0),
+                "window: lines past the committed position at the kill": self.predicted}
+
     def __str__(self) -> str:
         return (f"offset.flush.interval.ms={self.flush_ms}: killed after {self.kill_after} "
                 f"lines in Kafka; committed position then {self.position_at_kill}; predicted "

@@ -146,3 +146,16 @@ def test_no_open_transaction_in_any_freeze_refuses_the_interval(monkeypatch, tmp
         W._freeze_inside(runs, _Task(), "c", "t", source, 1000, tries=3, chunk=10,
                          pace_s=0, settle_s=0)
     assert runs.ops.count("pause_worker") == runs.ops.count("resume_worker") == 3
+
+
+def test_a_window_run_names_the_margins_its_lesson_rests_on():
+    from deliverylab.chapters.exactly_once_sources.window import WindowRun
+
+    run = WindowRun(2000, 150, 1890, [100] * 150, predicted=40, found=40,
+                    flushes=[("12:00:01,000", 0), ("12:00:03,000", 60), ("12:00:05,000", 50)])
+    # the empty flush (0 records) committed nothing: two windows closed before the kill
+    assert run.margins() == {"window: offset flushes with records before the kill": 2,
+                             "window: lines past the committed position at the kill": 40}
+    late = WindowRun(2000, 150, None, [100] * 150, predicted=150, found=150,
+                     flushes=[("12:00:01,000", 0)])
+    assert late.margins()["window: offset flushes with records before the kill"] == 0
