@@ -9,16 +9,16 @@ kit``:
 - ``kit.compare_rebalances(...)``, ``kit.rebalance_claims(...)``,
   ``kit.plot_rebalances(...)``: the same stall in a group of three, under the eager and
   cooperative strategies and static membership, its pauses measured from a timeline
-  (:mod:`.rebalance`).
+  (:mod:`.rebalance`), drawn by :mod:`.figure`.
 """
 
 from __future__ import annotations
 
+from .figure import plot as plot_rebalances
 from .rebalance import FLUSH_S, LABELS, STRATEGIES, GroupRun
 from .rebalance import claims as rebalance_claims
 from .rebalance import compare as compare_rebalances
 from .rebalance import margins as rebalance_margins
-from .rebalance import plot as plot_rebalances
 from .stall import Takeover, stall_takeover
 
 __all__ = ["FLUSH_S", "LABELS", "STRATEGIES", "GroupRun", "Takeover", "compare_rebalances",

@@ -53,6 +53,9 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
     "static": {"partition.assignment.strategy": "range,roundrobin"},  # + group.instance.id
 }
+#: How long the staller waits, after its stall, for the others to hold its partitions:
+#: the eviction is ``max.poll.interval.ms`` into the stall, and a wait that times out raises.
+EVICTION_CAP = 60.0
 #: The modeled cost of flushing one revoked partition's state, in seconds (the lab's
 #: stand-in for an application's flush; far above the 30-50 ms pauses measured without).
 FLUSH_S = 0.3
@@ -330,6 +333,7 @@ class _Member:
 
         self.run, self.name = run, name
         self.consumer = Consumer(config(run.bootstrap, **settings))
+        self.static = "group.instance.id" in settings  # evicted only after its session
         self.stall_at: float | None = None  # run time at which to stall, for the staller
         self.assigned: set[int] = set()
         self.position: dict[int, int] = {}  # partition -> offset after the last one handed
@@ -388,6 +392,13 @@ class _Member:
                     self.stall_at = None
                     self.run.note(self.name, "stall")
                     time.sleep(self.run.stall_s)  # the long call: no poll meanwhile
+                    if not self.static:  # an event, not a margin: the others hold all of
+                        # its partitions (the eviction's rebalance is over), then 1 s more
+                        wait_until(f"the group to take {self.name}'s partitions", lambda: (
+                            held := owners(self.run.timeline, self.run.now())) and len(
+                            held) == self.run.partitions and self.name not in
+                            held.values(), EVICTION_CAP, interval=0.05)
+                        time.sleep(1.0)
                     self.run.note(self.name, "wake")
                 for msg in self.consumer.consume(100, timeout=0.05):
                     if msg.error():
@@ -404,6 +415,7 @@ class _Run:
 
     def __init__(self, bootstrap: str, topic: str, stall_s: float, flush_s: float) -> None:
         self.bootstrap, self.topic, self.stall_s, self.flush_s = bootstrap, topic, stall_s, flush_s
+        self.partitions = 0  # the topic's, set by stall_in_group
         self.t0 = time.monotonic()
         self.timeline: list[Event] = []
         self.lock = threading.Lock()
@@ -432,7 +444,9 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
                    flush_s: float = FLUSH_S) -> GroupRun:
     """Run a group of ``members`` on a new ``partitions``-partition topic ``<name>``
     filled at ``rate`` records/s; after ``warmup_s`` the last member stalls ``stall_s``
-    (more than ``max_poll_ms``), then polls again; ``settle_s`` later everything stops.
+    (more than ``max_poll_ms``) -- and, unless static, on until the others hold all its
+    partitions, plus 1 s (the eviction's rebalance over: an event, not a margin a loaded
+    machine can eat) -- then polls again; ``settle_s`` later everything stops.
 
     Each member's ``on_revoke`` does what a real application's does, inside its poll:
     it commits the revoked partitions' processed offsets synchronously (a real commit;
@@ -473,6 +487,7 @@ def stall_in_group(cluster: Any, name: str, strategy: str, members: int = 3,
                 "heartbeat.interval.ms": heartbeat_ms, "enable.auto.commit": False,
                 **STRATEGIES[strategy]}
     run = _Run(cluster.bootstrap_servers, topic, stall_s, flush_s)
+    run.partitions = partitions
     names = [f"consumer-{i}" for i in range(members)]
     group = [_Member(run, n, {**settings, **({"group.instance.id": f"{name}-{n}"}
                                              if strategy == "static" else {})})
@@ -591,60 +606,3 @@ def margins(runs: Sequence[GroupRun]) -> dict[str, float]:
             out[f"{r.strategy}: eviction over (s into the stall)"] = round(last - r.stall, 2)
             out[f"{r.strategy}: headroom to the wake (s)"] = round(r.wake - last, 2)
     return out
-
-
-# ------------------------------------------------------------------------- the figure
-
-_MEMBER_COLORS = ("#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#D55E00")
-
-
-def plot(runs: Sequence[GroupRun], title: str | None = None, save: Any = None) -> Any:
-    """One lane per partition and one panel per strategy: every record consumed, colored
-    by the member that consumed it, on a clock that starts at the stall; the stall, the
-    poll interval's end and the wake as lines; each window's stop-the-world pause shaded
-    and labelled; under the lanes, each healthy member's revoke callbacks (commit and
-    modeled flush: it consumes nothing meanwhile) as a bar in its color."""
-    from ...notebook.plots import COLORS, LabFigure, finish
-
-    if not runs:
-        raise bad_value("runs", runs, "one GroupRun or more")
-    fig = LabFigure(figsize=(11, 2.3 * len(runs) + 0.6), layout="constrained")
-    axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
-    members = sorted({e.member for r in runs for e in r.timeline if e.kind == "record"})
-    color = {m: _MEMBER_COLORS[i % len(_MEMBER_COLORS)] for i, m in enumerate(members)}
-    for ax, run in zip(axes, runs, strict=True):
-        t0 = run.stall
-        for m in members:
-            pts = [(e.t - t0, e.partitions[0]) for e in run.timeline
-                   if e.kind == "record" and e.member == m and e.t >= t0 - 2]
-            if pts:
-                ax.scatter([x for x, _ in pts], [y for _, y in pts], marker="|", s=30,
-                           color=color[m], linewidths=0.6,
-                           label=m + (" (stalls)" if m == run.staller else ""),
-                           rasterized=True)
-        max_poll = run.settings["max.poll.interval.ms"] / 1000
-        for x, label in ((0.0, "stall"), (max_poll, "max.poll.interval.ms"),
-                         (run.wake - t0, "wake")):
-            ax.axvline(x, color=COLORS["marker"], linestyle=":", linewidth=1)
-            ax.annotate(label, (x, run.partitions - 0.4), fontsize=7, rotation=90,
-                        va="top", ha="right")
-        for w in (run.eviction, run.rejoin):
-            for m, spans in w.revokes.items():
-                lane = -0.3 - 0.15 * (members.index(m) if m in members else 0)
-                for a, b, _ in spans:  # one lane per member: simultaneous ones both show
-                    ax.hlines(lane, a - t0, b - t0, color=color.get(m, COLORS["marker"]),
-                              linewidth=3)
-            a, b = w.stop_the_world
-            if b - a > 0:
-                ax.axvspan(a - t0, b - t0, color=COLORS["fail"], alpha=0.25)
-                ax.annotate(f"{b - a:.2f} s", ((a + b) / 2 - t0, -0.9), fontsize=8,
-                            ha="center", color=COLORS["fail"])
-        ax.set_ylim(-1.2, run.partitions - 0.2)
-        ax.set_yticks(range(run.partitions))
-        ax.set_ylabel("partition")
-        ax.set_title(LABELS[run.strategy], fontsize=9, loc="left")
-    axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
-    axes[-1].set_xlabel("seconds since the stall began (shaded: nothing consumed anywhere; "
-                        "bars under the lanes: a member inside on_revoke)")
-    fig.suptitle(title or "What one stalled consumer costs its group", fontsize=10)
-    return finish(fig, save)
