@@ -504,19 +504,6 @@ def test_run_once_fails_finishes_when_04s_loop_raises_on_the_abortable_error(mon
     held = types.SimpleNamespace(handle=types.SimpleNamespace(held=["a request"]))
     monkeypatch.setattr(FakeNemesis, "hold_request", lambda self, **kw: held, raising=False)
 
-    class NoAbortedInput:  # the input's aborted transaction needs a broker
-        def __init__(self, *args, **kwargs):
-            pass
-
-        def begin(self):
-            pass
-
-        def write(self, n):
-            pass
-
-        def abort(self):
-            pass
-
     monkeypatch.setattr(runner, "TxnProducer", NoAbortedInput)
     ex04 = exercise("04")
     sol = tmp_path / "s.py"
