@@ -1,6 +1,6 @@
 """Trial (issue 39): the course book built by Sphinx + MyST-NB + sphinx-book-theme.
 
-Jupyter Book 1's stack, tried against :mod:`deliverylab.classroom.book` on the same
+Jupyter Book 1's stack, tried against :mod:`deliverylab.classroom.course.book` on the same
 executed chapters, to decide which builder the lab keeps (docs/measurements.md, "The
 book's builder"). Not wired into ``make`` or the tests; it needs a Sphinx of its own::
 
@@ -37,7 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliverylab.classroom import book, book_guides
+from deliverylab.classroom.course import book
+from deliverylab.classroom.course import guides as book_guides
 
 ROOT = Path(__file__).resolve().parents[1]
 

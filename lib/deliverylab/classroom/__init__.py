@@ -1,2 +1,2 @@
-"""The classroom face: set-up (``python -m deliverylab.classroom.install``), the doctor,
+"""The classroom face: set-up (``python -m deliverylab.classroom.setup.install``), the doctor,
 the offline bundle, and the whole course run headless."""
