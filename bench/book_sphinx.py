@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from deliverylab.classroom.course import book
-from deliverylab.classroom.course import guides as book_guides
+from deliverylab.classroom.course import guides as guide_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def write_source(source: Path, src: Path, labs: Path, docs: Path,
     """The Sphinx source folder for the chapters in ``source`` (``wanted``: by name or
     prefix) and the guides in ``docs``; returns the number of chapters."""
     chapters = book.find_chapters(source, wanted)
-    guides = book_guides.find_guides(docs)
+    guides = guide_pages.find_guides(docs)
     src.mkdir(parents=True)
     for ch in chapters:
         executed = json.loads(ch.notebook.read_text(encoding="utf-8"))
@@ -81,8 +81,8 @@ def write_source(source: Path, src: Path, labs: Path, docs: Path,
         (src / f"{ch.name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     for guide in guides:
         shutil.copyfile(guide.source, src / f"{guide.name}.md")
-    if (docs / book_guides.IMAGES).is_dir():
-        shutil.copytree(docs / book_guides.IMAGES, src / book_guides.IMAGES)
+    if (docs / guide_pages.IMAGES).is_dir():
+        shutil.copytree(docs / guide_pages.IMAGES, src / guide_pages.IMAGES)
     rows = "\n".join(f"- [{ch.title}]({ch.name}.ipynb) ({ch.verdict}): {ch.idea}"
                      for ch in chapters)
     more = "\n".join(f"- [{g.title}]({g.name}.md): {g.summary()}" for g in guides)

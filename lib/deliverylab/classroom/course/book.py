@@ -11,7 +11,7 @@ instructors' guide, troubleshooting, measurements: :mod:`.guides`) are pages of
 the same book, in its sidebar, contents and search.
 
 Why a static site built with nbconvert rather than Jupyter Book 2 / MyST: the lab
-already renders chapters with nbconvert (``course.py``), the site must open from a
+already renders chapters with nbconvert (:mod:`.run`), the site must open from a
 folder with no network (MyST's HTML build runs a theme it downloads the first time,
 jupyter-book/mystmd#131; nbconvert's default template loads require.js, MathJax and
 the widget manager from a CDN, which this one leaves out), and the hard part -- the

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliverylab.classroom.course import book
-from deliverylab.classroom.course import guides as book_guides
+from deliverylab.classroom.course import guides as guide_pages
 
 from .test_book import make_course, make_docs
 
@@ -23,19 +23,19 @@ def test_the_guides_are_every_page_of_docs_the_instructors_guide_first(tmp_path:
     for name in ("zebra", "measurements", "whats-here", "instructors", "troubleshooting"):
         (docs / f"{name}.md").write_text(f"# Page {name}\n\ntext\n")
     (docs / "notes.txt").write_text("not a guide")
-    guides = book_guides.find_guides(docs)
+    guides = guide_pages.find_guides(docs)
     assert [g.name for g in guides] == ["instructors", "troubleshooting", "measurements",
                                         "whats-here", "zebra"]
     assert [g.page for g in guides][:2] == ["guide-instructors.html",
                                             "guide-troubleshooting.html"]
     assert guides[0].title == "Page instructors"
-    assert book_guides.find_guides(tmp_path / "absent") == []
-    assert book_guides.find_guides(None) == []
+    assert guide_pages.find_guides(tmp_path / "absent") == []
+    assert guide_pages.find_guides(None) == []
 
 
 def test_the_real_docs_folder_is_published_whole():
     names = sorted(p.stem for p in DOCS.glob("*.md"))
-    guides = book_guides.find_guides(DOCS)
+    guides = guide_pages.find_guides(DOCS)
     assert sorted(g.name for g in guides) == names
     assert guides[0].name == "instructors"
     assert {"instructors", "measurements", "troubleshooting", "whats-here"} <= set(names)
@@ -51,12 +51,12 @@ def test_the_real_docs_folder_is_published_whole():
     ("The classroom hub: three students, tested", "the-classroom-hub-three-students-tested"),
 ])
 def test_a_heading_gets_githubs_anchor(heading: str, anchor: str):
-    assert book_guides.slug(heading) == anchor
+    assert guide_pages.slug(heading) == anchor
 
 
 def test_links_lead_to_the_books_pages_and_raw_html_is_text():
     links = {"measurements.md": "guide-measurements.html"}
-    out = book_guides.markdown_html(
+    out = guide_pages.markdown_html(
         "# A\n\n## Same\n\n## Same\n\nSee [m](measurements.md#the-grader), "
         "[r](../README.md), [w](https://kafka.apache.org/), [s](#same).\n\n"
         "dlab-<name> and <script>alert(1)</script>\n", links)
@@ -95,8 +95,8 @@ def test_a_guide_page_has_the_sidebar_its_sections_and_a_searchable_index(tmp_pa
 def test_every_link_between_the_real_guides_leads_to_a_section(tmp_path: Path):
     """A guide's link to another guide's section (``measurements.md#the-grader``) must
     find that heading: a renamed heading would otherwise leave a dead link in the book."""
-    guides = book_guides.find_guides(DOCS)
-    pages = {g.page: book_guides.guide_page(g, guides, "") for g in guides}
+    guides = guide_pages.find_guides(DOCS)
+    pages = {g.page: guide_pages.guide_page(g, guides, "") for g in guides}
     ids = {page: set(re.findall(r' id="([^"]+)"', text)) for page, text in pages.items()}
     dead = []
     for page, text in pages.items():
