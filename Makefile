@@ -34,8 +34,8 @@ $(DEPS): pyproject.toml
 # Maven needed) and the broker class archive, in ~/.cache/deliverylab
 # (DELIVERYLAB_CACHE to move it). Checksums re-checked on every run: cheap.
 $(CACHE): $(DEPS) FORCE
-	$(if $(strip $(BUNDLE)),$(BIN)/python -m deliverylab.classroom.bundle install $(BUNDLE))
-	$(BIN)/python -m deliverylab.classroom.install
+	$(if $(strip $(BUNDLE)),$(BIN)/python -m deliverylab.classroom.setup.bundle install $(BUNDLE))
+	$(BIN)/python -m deliverylab.classroom.setup.install
 	@touch $@
 
 # Bound to 127.0.0.1: a lab server must not be reachable from the network. The venv's
@@ -79,7 +79,7 @@ course: setup
 COURSE ?= results/course
 BOOK   ?= results/book
 book: $(DEPS)
-	$(BIN)/python -m deliverylab.classroom.book --from $(COURSE) --out $(BOOK)
+	$(BIN)/python -m deliverylab.classroom.course.book --from $(COURSE) --out $(BOOK)
 
 # The full anomaly matrix (a benchmark: hours on 2 cores); SEEDS/VALUES shrink it,
 # STAGES=python (or spark) runs one processing stage only.
@@ -91,7 +91,7 @@ matrix: setup
 
 # Classroom readiness: a pass/fail list with fixes (DOCKER=1 also checks the Docker path).
 doctor: $(DEPS)
-	$(BIN)/python -m deliverylab.classroom.doctor $(if $(filter-out 0,$(DOCKER)),--docker)
+	$(BIN)/python -m deliverylab.classroom.setup.doctor $(if $(filter-out 0,$(DOCKER)),--docker)
 
 # Sizing a classroom (a benchmark: ~25 min on 2 cores, run it alone): every chapter's
 # stack alone, then chapter 02 by 1, 2, 3 students at once, under each student profile;
@@ -106,7 +106,7 @@ CORES        ?=
 MEMORY       ?=
 CLASS_SIZE   ?=
 classroom-plan: setup
-	$(BIN)/python -m deliverylab.classroom.plan --out $(PLAN_OUT) \
+	$(BIN)/python -m deliverylab.classroom.sizing.plan --out $(PLAN_OUT) \
 	    $(if $(filter-out 0,$(PLAN_MEASURE)),--stacks all --students 1 2 3 --chapter-run) \
 	    $(if $(CORES),--cores $(CORES)) $(if $(MEMORY),--memory $(MEMORY)) \
 	    $(if $(CLASS_SIZE),--class-size $(CLASS_SIZE))
@@ -114,7 +114,7 @@ classroom-plan: setup
 # Everything set-up downloads, in one folder to copy: wheels, Kafka and connector jars.
 # BUNDLE_PLATFORMS="macosx_11_0_arm64 win_amd64" adds wheels for other machines.
 bundle: setup
-	$(BIN)/python -m deliverylab.classroom.bundle make $(BUNDLE_DIR) \
+	$(BIN)/python -m deliverylab.classroom.setup.bundle make $(BUNDLE_DIR) \
 	    $(foreach p,$(BUNDLE_PLATFORMS),--platform $(p))
 
 # A JupyterHub for a class on this machine (as root): one Unix user per student
@@ -135,8 +135,8 @@ HUB_PORT ?= 8000
 CHP := build/chp/node_modules/.bin/configurable-http-proxy
 $(CHP):
 	npm install --no-audit --no-fund --prefix build/chp configurable-http-proxy@5.3.0
-# Empty: the plan's cap (classroom/plan.py default_mem_limit_gb: the heaviest chapter's
-# peak RSS x 1.25, 3 GB from chapter 07 (classroom/sizing.json) unless
+# Empty: the plan's cap (classroom/sizing/plan.py default_mem_limit_gb: the heaviest chapter's
+# peak RSS x 1.25, 3 GB from chapter 07 (classroom/sizing/sizing.json) unless
 # results/classroom-plan says more). A
 # host where no cap can be set (no writable cgroup v1 or v2) refuses to start the class
 # unless ALLOW_UNCAPPED=1.

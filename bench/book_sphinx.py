@@ -1,6 +1,6 @@
 """Trial (issue 39): the course book built by Sphinx + MyST-NB + sphinx-book-theme.
 
-Jupyter Book 1's stack, tried against :mod:`deliverylab.classroom.book` on the same
+Jupyter Book 1's stack, tried against :mod:`deliverylab.classroom.course.book` on the same
 executed chapters, to decide which builder the lab keeps (docs/measurements.md, "The
 book's builder"). Not wired into ``make`` or the tests; it needs a Sphinx of its own::
 
@@ -37,7 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliverylab.classroom import book, book_guides
+from deliverylab.classroom.course import book
+from deliverylab.classroom.course import guides as guide_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +65,7 @@ def write_source(source: Path, src: Path, labs: Path, docs: Path,
     """The Sphinx source folder for the chapters in ``source`` (``wanted``: by name or
     prefix) and the guides in ``docs``; returns the number of chapters."""
     chapters = book.find_chapters(source, wanted)
-    guides = book_guides.find_guides(docs)
+    guides = guide_pages.find_guides(docs)
     src.mkdir(parents=True)
     for ch in chapters:
         executed = json.loads(ch.notebook.read_text(encoding="utf-8"))
@@ -80,8 +81,8 @@ def write_source(source: Path, src: Path, labs: Path, docs: Path,
         (src / f"{ch.name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     for guide in guides:
         shutil.copyfile(guide.source, src / f"{guide.name}.md")
-    if (docs / book_guides.IMAGES).is_dir():
-        shutil.copytree(docs / book_guides.IMAGES, src / book_guides.IMAGES)
+    if (docs / guide_pages.IMAGES).is_dir():
+        shutil.copytree(docs / guide_pages.IMAGES, src / guide_pages.IMAGES)
     rows = "\n".join(f"- [{ch.title}]({ch.name}.ipynb) ({ch.verdict}): {ch.idea}"
                      for ch in chapters)
     more = "\n".join(f"- [{g.title}]({g.name}.md): {g.summary()}" for g in guides)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from deliverylab.classroom.plan import main
+from deliverylab.classroom.sizing.plan import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,7 +3,7 @@ what one student's whole lab session holds (3 brokers + Spark + the Python proce
 
 Prints figures, asserts nothing (machines are noisy; run it on a quiet one). These are
 the numbers docs/measurements.md ("One student: hardware") and
-``deliverylab.classroom.doctor`` rely on.
+``deliverylab.classroom.setup.doctor`` rely on.
 
     .venv/bin/python bench/docker_cluster.py                 # local and docker, 1 run
     .venv/bin/python bench/docker_cluster.py --runs 3 --spark

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import psutil
 
-from deliverylab.classroom import course, instructor
+from deliverylab.classroom.course import run as course
 from deliverylab.classroom.hub import course as hc
 from deliverylab.classroom.hub.client import Student
 from deliverylab.classroom.hub.host import install_proxy, prepare_cache
@@ -42,7 +42,8 @@ from deliverylab.classroom.hub.limits import Limits, student_dirs
 from deliverylab.classroom.hub.network import NETNS_DIR
 from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.classroom.hub.users import processes_of
-from deliverylab.classroom.measure import Memory, Sampler, total_memory
+from deliverylab.classroom.instructor import view as instructor
+from deliverylab.classroom.sizing.measure import Memory, Sampler, total_memory
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports
 from deliverylab.runtime.profile import PROFILES
@@ -160,7 +161,7 @@ def instructors_view(settings: HubSettings) -> None:
         view = instructor.tables(instructor.collect(homes, prefix=settings.prefix))
     finally:
         session.stop()
-    print("\n== the instructor's view (classroom/instructor.py) ==")
+    print("\n== the instructor's view (classroom/instructor/view.py) ==")
     print(view.progress.to_string())
     if len(view.grades):
         print("\ngraded exercises:\n" + view.grades.to_string(index=False))

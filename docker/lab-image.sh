@@ -8,7 +8,7 @@
 #     the mirror apt uses (docker/debian-base.sh, the broker image's base too), with Java 17,
 #     Python 3.11 and venv, the docker CLI (docker.io), make and ps (cached as a tarball:
 #     the slow part, once);
-#   * docker/lab-bundle/, filled by `python -m deliverylab.classroom.bundle make` (wheels and jars,
+#   * docker/lab-bundle/, filled by `python -m deliverylab.classroom.setup.bundle make` (wheels and jars,
 #     from this machine's caches), so pip inside the build needs no network.
 # A second run finds the image (its label records the inputs) and does nothing.
 #
@@ -79,7 +79,7 @@ mkdir -p "$ctx/docker/lab-bundle"
     pyproject.toml README.md lib labs docker/lab.Dockerfile docker/lab-entry.sh) | tar -x -C "$ctx"
 if [ "$OFFLINE" = 1 ]; then
     say "offline bundle (wheels and jars from this machine's caches)..."
-    (cd "$ROOT" && PYTHONPATH="$ROOT/lib" "$PY" -m deliverylab.classroom.bundle make "$ctx/docker/lab-bundle" \
+    (cd "$ROOT" && PYTHONPATH="$ROOT/lib" "$PY" -m deliverylab.classroom.setup.bundle make "$ctx/docker/lab-bundle" \
         >"$CACHE/lab-bundle.log" 2>&1) || fail "the offline bundle failed (log: $CACHE/lab-bundle.log)"
     # The base's Python is Debian's (3.11.2), maybe older than this machine's: the newest
     # release of a package can require a later 3.11.x. Add the wheels pip would pick for
@@ -91,7 +91,7 @@ if [ "$OFFLINE" = 1 ]; then
              manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 linux; do
         tags+=(--platform "${t}_$m")
     done
-    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from deliverylab.classroom.bundle import requirements, TOOLING; print("\n".join(requirements(extras=("singleuser",)) + TOOLING))' \
+    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from deliverylab.classroom.setup.bundle import requirements, TOOLING; print("\n".join(requirements(extras=("singleuser",)) + TOOLING))' \
         "$ROOT/lib" >"$ctx/requirements.txt"
     "$PY" -m pip download --quiet --only-binary=:all: "${tags[@]}" --python-version "$pyv" \
         --implementation cp --find-links "$ctx/docker/lab-bundle/wheels" \

@@ -57,9 +57,9 @@ RUN if [ -z "$PIP_INDEX_URL" ]; then unset PIP_INDEX_URL; fi \
  && if [ -f /tmp/bundle/manifest.json ]; then \
       export PIP_NO_INDEX=1 PIP_FIND_LINKS=/tmp/bundle/wheels \
       && pip install --no-cache-dir -e '.[singleuser]' \
-      && python -m deliverylab.classroom.bundle install /tmp/bundle; \
+      && python -m deliverylab.classroom.setup.bundle install /tmp/bundle; \
     else pip install --no-cache-dir -e '.[singleuser]'; fi \
- && python -m deliverylab.classroom.install
+ && python -m deliverylab.classroom.setup.install
 
 # What the install made, all under /home/lab: the venv (same path: its scripts name
 # it), the jars' cache and the course's files the editable install points to.

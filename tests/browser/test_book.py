@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 from tests import lanes
 
-from deliverylab.classroom import book, course
+from deliverylab.classroom.course import book
+from deliverylab.classroom.course import run as course
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = ROOT / "labs"

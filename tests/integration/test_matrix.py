@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from deliverylab.classroom import course
+from deliverylab.classroom.course import run as course
 from deliverylab.matrix import plan, run_matrix, table
 from deliverylab.modes import MODES
 from deliverylab.scenario import FAULTS, Scenario
@@ -33,7 +33,7 @@ LABS = Path(__file__).resolve().parents[2] / "labs"
 
 def chapter_09_parameters() -> dict[str, Any]:
     """Chapter 09's parameters as its headless small run gets them: the notebook's
-    parameters cell (plain assignments), then :data:`deliverylab.classroom.course.SMALL`."""
+    parameters cell (plain assignments), then :data:`deliverylab.classroom.course.run.SMALL`."""
     return {**course.defaults("09_kafka_bugs", LABS),
             **course.parameters("09_kafka_bugs", small=True, results_path=Path("x"))}
 

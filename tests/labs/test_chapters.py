@@ -1,8 +1,8 @@
 """Every chapter, executed headless with papermill, must demonstrate its claim.
 
 Each chapter runs with the course's small parameters and its headless fault schedule
-(``deliverylab.classroom.course``: the same run as ``make course``), asserts its own claim in its
-last cells, and writes a results file; here we check that file, claim by claim, with
+(``deliverylab.classroom.course.run``: the same run as ``make course``), asserts its own
+claim in its last cells, and writes a results file; here we check that file, claim by claim, with
 counts stated independently of the notebook. Each chapter runs once: chapters 01, 02 and
 04 on containers (the engine's path, and chapter 01's network partition), the others on
 local JVMs. Executed notebooks are kept in ``test-artifacts/labs/`` for post-mortems and
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from deliverylab.chapters.transactions.zombie import GENERATION_FENCING
-from deliverylab.classroom import course
+from deliverylab.classroom.course import run as course
 from deliverylab.notebook.chapter import number
 from deliverylab.notebook.questions import COST_VARIANTS
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deliverylab.classroom import course
+from deliverylab.classroom.course import run as course
 from deliverylab.errors import BadValue
 from deliverylab.faults import FAULTS, SCENARIO_FAULTS, check_names, fault
 from deliverylab.modes import CLAIMS, MODES

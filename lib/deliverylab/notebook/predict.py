@@ -14,7 +14,7 @@ So a chapter asks a :class:`Question` before the run whose outcome is the lesson
 - :func:`reveal` -- the prediction beside what happened: which part was right, and the
   concept behind the difference (never just "wrong"). It records both in the chapter's
   results file (``Chapter.to_dict()["predictions"]``), where the instructor's view
-  counts them (:mod:`deliverylab.classroom.instructor`).
+  counts them (:mod:`deliverylab.classroom.instructor.view`).
 
 The course's questions, and how each outcome is computed from a run, are in
 :mod:`deliverylab.notebook.questions`.

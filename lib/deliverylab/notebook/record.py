@@ -6,7 +6,7 @@ not survive as HTML (its state is gone once the panel closes). So each
 ``$DELIVERYLAB_PANEL_RECORD`` points (``make course`` sets it per chapter), one JSON
 line when it is shown and one after every press: the press line, the status line after
 it and the History's last operations. The course book
-(:mod:`deliverylab.classroom.book`) renders each panel from these lines. In a live
+(:mod:`deliverylab.classroom.course.book`) renders each panel from these lines. In a live
 notebook the variable is unset and nothing is written.
 """
 
@@ -89,7 +89,8 @@ def record_panel(panel: Panel, event: str, press: PanelPress | None = None) -> N
 
     Why: a headless run presses the buttons, but nobody renders the widgets, and a
     widget does not survive as HTML (its state is gone once the panel closes). The
-    course book (:mod:`deliverylab.classroom.book`) renders each recorded press from this file:
+    course book (:mod:`deliverylab.classroom.course.book`) renders each recorded press
+    from this file:
     the press line, the status line after it and the History's last operations.
     Keyed by the widget's model id, which the notebook's output of the panel names.
     A record that cannot be written must not break the press: it is skipped."""

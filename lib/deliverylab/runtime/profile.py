@@ -5,7 +5,7 @@ both: what changes is a *setting the chapters read*, ``$DELIVERYLAB_PROFILE``, w
 hub sets for every single-user server (a laptop leaves it unset). The profile caps the
 JVMs the lab starts -- the brokers' and controllers' heaps, the Spark driver's heap and
 collector -- and never a chapter's parameters, so every chapter's claim is decided the
-same way under both (``python -m deliverylab.classroom.plan`` measures both side by side;
+same way under both (``python -m deliverylab.classroom.sizing.plan`` measures both side by side;
 docs/measurements.md, "Sizing a classroom", holds the figures).
 
 Why these levers: a student's memory is mostly JVMs (one to four brokers, the Spark

@@ -44,7 +44,7 @@ from tests.integration.classroom.hub_helpers import (
     parallel,
 )
 
-from deliverylab.classroom import course
+from deliverylab.classroom.course import run as course
 from deliverylab.classroom.hub import dashboard
 from deliverylab.classroom.hub.client import Kernel, Student
 from deliverylab.classroom.hub.limits import Limits

@@ -34,7 +34,7 @@ import requests
 from tests import lanes
 from tests.integration.classroom.hub_helpers import CHAPTER, NOTEBOOK, claim_held, parallel
 
-from deliverylab.classroom import course
+from deliverylab.classroom.course import run as course
 from deliverylab.classroom.hub import dashboard
 from deliverylab.classroom.hub import docker as class_docker
 from deliverylab.classroom.hub.client import Kernel, Student

@@ -67,8 +67,8 @@ def test_setup_without_maven_then_broker_transaction_and_spark(tmp_path):
     env = {**os.environ, "PATH": path, "DELIVERYLAB_CACHE": str(tmp_path / "cache"),
            "PYTHONPATH": LIB}
     env.pop("KAFKA_HOME", None)
-    setup = subprocess.run([sys.executable, "-m", "deliverylab.classroom.install", "--components",
-                            "kafka", "spark-kafka", "--no-archive"],
+    setup = subprocess.run([sys.executable, "-m", "deliverylab.classroom.setup.install",
+                            "--components", "kafka", "spark-kafka", "--no-archive"],
                            env=env, capture_output=True, text=True, timeout=900)
     assert setup.returncode == 0, setup.stderr[-2000:]
     assert "all checksums match the pins" in setup.stdout

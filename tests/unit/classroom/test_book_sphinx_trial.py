@@ -22,7 +22,7 @@ def _load(name: str, path: Path):
 
 trial = _load("book_sphinx_bench", ROOT / "bench" / "book_sphinx.py")
 #: The book's own hand-written chapters and guides (one fixture for both builders).
-book_tests = _load("book_tests_for_trial", Path(__file__).with_name("test_book.py"))
+book_tests = _load("book_tests_for_trial", Path(__file__).parent / "course" / "test_book.py")
 
 
 @pytest.fixture

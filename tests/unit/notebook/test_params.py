@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deliverylab.classroom import course
+from deliverylab.classroom.course import run as course
 from deliverylab.errors import BadValue
 from deliverylab.notebook import params
 

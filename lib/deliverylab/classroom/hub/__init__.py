@@ -27,14 +27,14 @@ recorded at its own path: a JVM maps an archive only on the classpath it was rec
 with). Each student formats brokers' storage into their own home (the shared storage
 cache is not writable, see ``cluster.local.storage_cache``).
 
-**Contract with the instructor's view** (``classroom/instructor.py``): student ``name``'s
+**Contract with the instructor's view** (``classroom/instructor/view.py``): student ``name``'s
 home folder is ``<homes>/<prefix><name>`` (default ``/home/dlab-<name>``); the course is
 copied to ``<home>/labs/`` at the first spawn, and a chapter run there writes its results
 file to ``<home>/labs/results/<chapter>.json`` (the notebook's ``results_path``, relative
 to its folder). :meth:`.settings.HubSettings.homes_glob` is that glob;
 ``<state>/settings.json`` lists the same homes under ``"student_homes"``.
 
-This file imports nothing: ``classroom/plan.py`` reads :mod:`.course`'s peaks files and
+This file imports nothing: ``classroom/sizing/plan.py`` reads :mod:`.course`'s peaks files and
 :mod:`.settings` sizes its default cap from the plan, so a re-export here (importing
 the settings whenever any room is entered) would import the plan while it is still
 being imported. Callers import the room they use.

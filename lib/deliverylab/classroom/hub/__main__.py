@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ...errors import LabError
-from ..plan import default_mem_limit_gb
+from ..sizing.plan import default_mem_limit_gb
 from .host import ROOT, install_proxy, prepare_cache
 from .hub import Hub, stop_everything
 from .network import NETWORKS

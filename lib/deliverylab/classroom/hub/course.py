@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LabError, bad_value
-from .. import course, stacks
-from ..measure import Memory, Sample
+from ..course import run as course
+from ..sizing import stacks
+from ..sizing.measure import Memory, Sample
 
 MIB = 2**20
 

@@ -1,6 +1,6 @@
 """The instructor's dashboard: a JupyterHub managed service at ``/services/instructor/``
 that the hub starts with the class, showing the class live
-(:mod:`deliverylab.classroom.dashboard` renders it).
+(:mod:`deliverylab.classroom.instructor.live` renders it).
 
 Least privilege, no root:
 
@@ -44,9 +44,9 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from ..dashboard import REFRESH_S, StudentState
-from ..dashboard import page as render
-from ..instructor import RESULT_DIRS, Collected, ResultFile, add_student
+from ..instructor.live import REFRESH_S, StudentState
+from ..instructor.live import page as render
+from ..instructor.view import RESULT_DIRS, Collected, ResultFile, add_student
 from .settings import SERVICE_MARK, HubSettings
 
 NAME = "instructor"

@@ -49,7 +49,7 @@ def prepare_cache(cache: Path = CLASS_CACHE) -> Path:
                     shutil.copy2(src, dst)
     env = {**os.environ, "DELIVERYLAB_CACHE": str(cache),
            "PYTHONPATH": str(LIB) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, "-m", "deliverylab.classroom.install"], env=env,
+    proc = subprocess.run([sys.executable, "-m", "deliverylab.classroom.setup.install"], env=env,
                           capture_output=True, text=True, timeout=1200)
     if proc.returncode != 0:
         raise LabError(f"filling the class cache {cache} failed:\n{proc.stdout[-1500:]}"

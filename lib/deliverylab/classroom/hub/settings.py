@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...errors import LabError, bad_value
 from ...runtime.profile import PROFILES
-from ..plan import default_mem_limit_gb
+from ..sizing.plan import default_mem_limit_gb
 from .host import CHP, CLASS_CACHE, LIB, ROOT
 from .network import NETWORKS
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deliverylab.classroom.hub import course as hc
-from deliverylab.classroom.measure import Memory, Sample
+from deliverylab.classroom.sizing.measure import Memory, Sample
 from deliverylab.errors import LabError
 
 MIB = 2**20

@@ -138,10 +138,10 @@ def settings(tmp_path: Path, **kw) -> HubSettings:
 
 
 def test_caps_are_on_by_default_sized_by_the_plan(tmp_path: Path):
-    from deliverylab.classroom import plan
+    from deliverylab.classroom.sizing import plan
 
     # chapter 07's recorded peak RSS, 2263 MiB, x 1.25 = 2.76 GiB, up to 0.25: the cap
-    # the plan's fit gives (classroom/sizing.json), when nothing of this host is saved
+    # the plan's fit gives (classroom/sizing/sizing.json), when nothing of this host is saved
     assert settings(tmp_path).mem_limit_gb == plan.default_mem_limit_gb(tmp_path) == 3.0
     with pytest.raises(LabError, match="no memory cap per student: give --mem-limit-gb"):
         settings(tmp_path, mem_limit_gb=None)
