@@ -116,10 +116,19 @@ class ClientLog:
         self.logger = logger
         self.failures = 0
         self.last_failure: str | None = None
+        #: librdkafka's "current transaction failed" lines (``TXNERR``), per client.id:
+        #: the one sign Python gets that a transaction became abortable on its own
+        #: (:func:`wait_transaction_failed`).
+        self.txn_failed: dict[str, int] = {}
         self._errors: list[BaseException] = []
         self._log = guarded(self.logger.log, self._errors)
 
     def log(self, level: int, msg: str, *args: Any) -> None:
+        # confluent-kafka's arguments: facility, the client's name ("<client.id>#producer-N"),
+        # the line.
+        if len(args) == 3 and args[0] == "TXNERR":
+            client = str(args[1]).rpartition("#")[0]
+            self.txn_failed[client] = self.txn_failed.get(client, 0) + 1
         try:
             self._log(level, msg, *args)
         finally:  # also when a pending fatal error is on its way out
@@ -222,6 +231,32 @@ def end_transaction(producer: Producer, how: str = "commit", timeout: float = 30
             if (attempt == attempts or not err.retriable() or err.txn_requires_abort()
                     or err.fatal()):
                 raise
+
+
+def wait_transaction_failed(producer: Producer, client_id: str, seen: int,
+                            timeout: float = 10.0) -> None:
+    """Serve ``producer`` until librdkafka has logged its transaction failed (``TXNERR``)
+    more than ``seen`` times (:attr:`ClientLog.txn_failed` of ``client_id``, read before).
+
+    Why, a librdkafka bug (2.16.0, and its master as read on 2026-11-28): a message that
+    outlives ``message.timeout.ms`` in a transaction is failed in a broker thread
+    (its delivery report), and only then, in the same thread, is the transaction marked
+    abortable with an epoch bump (``rd_kafka_broker_toppar_msgq_scan`` then
+    ``rd_kafka_idemp_drain_epoch_bump``). An ``abort_transaction()`` waiting for that
+    message may run its whole abort in between -- the transaction back to Ready -- and
+    the late mark is then a transition librdkafka asserts against ("BUG: Invalid
+    transaction state transition attempted: Ready -> AbortableError"): SIGABRT, the
+    Python process gone (chapter 09's late write, twice in CI, 1 in 20 on a loaded
+    machine). Whoever aborts a transaction whose message is timing out flushes until
+    its delivery report came, then waits here; the abort then starts from
+    AbortableError, a valid transition. A raising wait: no mark, no abort.
+    """
+    def marked() -> bool:
+        producer.poll(0.05)  # serves the log lines (confluent-kafka queues them)
+        return CLIENT_LOG.txn_failed.get(client_id, 0) > seen
+
+    wait_until(f"librdkafka to mark the transaction of {client_id} failed (TXNERR)",
+               marked, timeout, interval=0)
 
 
 class Recorder:

@@ -295,3 +295,43 @@ def test_a_consumer_close_that_never_returns_is_let_go_and_said(caplog):
     stuck.release.set()
     with pytest.raises(RuntimeError, match="boom"):
         close_consumer(_Closing(error=RuntimeError("boom")))
+
+
+def test_the_client_log_counts_each_clients_failed_transactions():
+    import logging
+
+    from deliverylab.clients import ClientLog
+
+    log = ClientLog(logging.getLogger("deliverylab.test_clients.txnerr"))
+    log.log(logging.ERROR, "%s [%s] %s", "TXNERR", "tx-a#producer-3",
+            "Current transaction failed in state InTransaction: 1 message(s) timed out")
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "tx-a#producer-3", "refused")
+    log.log(logging.ERROR, "%s [%s] %s", "TXNERR", "tx-b#producer-4", "failed")
+    log.log(logging.ERROR, "%s [%s] %s", "TXNERR", "tx-a#producer-3", "failed again")
+    assert log.txn_failed == {"tx-a": 2, "tx-b": 1}
+
+
+def test_waiting_for_a_failed_transaction_serves_the_producer_until_librdkafka_logs_it():
+    """The wait polls (log lines are served inside poll) and returns once the client's
+    TXNERR line came; another client's line does not count; none at all raises."""
+    import logging
+
+    from deliverylab.clients import CLIENT_LOG, wait_transaction_failed
+    from deliverylab.errors import TimedOut
+
+    class Producer:
+        def __init__(self, name: str, after: int) -> None:
+            self.name, self.after, self.polls = name, after, 0
+
+        def poll(self, timeout: float) -> int:
+            self.polls += 1
+            if self.polls == self.after:
+                CLIENT_LOG.log(logging.ERROR, "%s [%s] %s", "TXNERR", self.name, "failed")
+            return 0
+
+    seen = CLIENT_LOG.txn_failed.get("w-1", 0)
+    producer = Producer("w-1#producer-9", after=3)
+    wait_transaction_failed(producer, "w-1", seen, timeout=5)
+    assert producer.polls == 3
+    with pytest.raises(TimedOut, match="w-2"):
+        wait_transaction_failed(Producer("w-3#producer-1", after=1), "w-2", 0, timeout=0.3)

@@ -50,7 +50,7 @@ from confluent_kafka.admin import (
 
 from ... import checker as C
 from ... import readers
-from ...clients import Recorder, config, kafka_cause
+from ...clients import CLIENT_LOG, Recorder, config, kafka_cause, wait_transaction_failed
 from ...cluster import tools
 from ...errors import LabError, bad_value
 from ...history import History
@@ -60,6 +60,10 @@ from ...runtime import classpaths
 from ...runtime.java import find_java
 from ...values import ValueId
 from ...waiting import wait_until
+
+#: How many attempts of the hanging transaction's write the proxy holds at most: the
+#: client's first request and its retries, as many as message.timeout.ms lets it make.
+HELD_ATTEMPTS = 5
 
 #: Broker properties a reproduction needs at start (static ones): the broker looks for
 #: expired producers every 200 ms instead of every 10 minutes.
@@ -496,8 +500,9 @@ def hanging_transaction(cluster: Any, verification: bool = False,
     """KIP-890 part 1: a transaction's write, held until after the transaction aborted.
 
     1. A transactional producer (librdkafka) begins, writes one value. The proxy holds
-       the Produce request; the client times out and aborts the transaction (the
-       coordinator writes the ABORT marker).
+       the Produce request (and the client's retries of it); the write times out, which
+       fails the transaction, and the client aborts it (the coordinator writes the ABORT
+       marker).
     2. The proxy injects the held Produce. With
        ``transaction.partition.verification.enable=false`` (set here, dynamically) the
        leader appends it: a transactional batch after its transaction's end, which no
@@ -524,18 +529,32 @@ def hanging_transaction(cluster: Any, verification: bool = False,
         recorder = Recorder(history, process, topic)
         producer.init_transactions(30)
         history.record(process, "init_txn", "ok", detail=f"tx-{client_id}")
-        hold = nemesis.hold_request("Produce", client_id=client_id,
+        # Every attempt of the write is held (the first and librdkafka's retries of it on
+        # a new connection), so none is written before the abort; at most 3 fit in
+        # message.timeout.ms, two request timeouts.
+        hold = nemesis.hold_request("Produce", count=HELD_ATTEMPTS, client_id=client_id,
                                     node=cluster.leader(topic)).handle
         txn = f"{process}/txn-1"
         producer.begin_transaction()
         history.record(process, "begin_txn", "ok", txn=txn)
         recorder.send(producer, ValueId(process, 0), partition=0, txn=txn)
-        if not hold.wait(10):
-            raise LabError(f"the proxy never saw a Produce from client {client_id}")
+        wait_until(f"the proxy to hold a Produce of client {client_id}", lambda: hold.held, 10)
+        # The write times out and fails the transaction before the abort starts: an abort
+        # waiting for a message that times out can crash librdkafka
+        # (clients.wait_transaction_failed says why).
+        failed_before = CLIENT_LOG.txn_failed.get(client_id, 0)
+        if producer.flush(4 * request_timeout_ms / 1000):
+            raise LabError(f"the held write of {client_id} outlived message.timeout.ms "
+                           f"({2 * request_timeout_ms} ms) by twice over")
+        wait_transaction_failed(producer, client_id, failed_before)
+        hold.cancel()  # what it holds stays held
         notes: dict[str, Any] = {"verification": verification,
                                  "abort": _end(producer, history, process, txn, "abort")}
         recorder.settle()
-        late = nemesis.inject_held().handle[0].errors
+        # The first held request is the late write; the retries (same sequence number,
+        # same epoch) follow it in and are answered as its duplicates or refused alike.
+        answers = nemesis.inject_held().handle[0].errors
+        late, notes["retries_answered"] = answers[:1], answers[1:]
         time.sleep(0.5)  # let a refused or accepted write settle before looking
         bounds = readers.bounds(cluster, topic)
         notes[HUNG] = hung_partitions(history, bounds)

@@ -85,3 +85,5 @@ def test_verification_refuses_the_late_write_every_time(cluster: Cluster):
     assert [r.anomalies for r in runs] == [0] * REPEAT, [r.notes for r in runs]
     assert all(r.late and r.late[0] != "NONE" and r.notes["find_hanging"] == []
                for r in runs), [(r.late, r.notes) for r in runs]
+    # The client's held retries of the write (same sequence, same epoch) are refused too.
+    assert all("NONE" not in r.notes["retries_answered"] for r in runs), [r.notes for r in runs]
