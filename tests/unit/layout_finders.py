@@ -149,9 +149,9 @@ def aliases(tree: ast.AST) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for a in node.names:
-                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(
-                    ".")[0]
+            for a in node.names:  # `import a.b` binds `a`; `import a.b as c` binds a.b
+                first = a.name.split(".")[0]
+                out[a.asname or first] = a.name if a.asname else first
         elif isinstance(node, ast.ImportFrom):
             stem = "." * node.level + (node.module or "")
             for a in node.names:
@@ -198,9 +198,7 @@ def waits_in(call: ast.Call, names: dict[str, str]) -> str | None:
     timeout, a sleep that can be woken), or a clock (``time.monotonic``, ``time.time``,
     ``perf_counter``; a :class:`~deliverylab.waiting.Deadline`'s ``expired``/``left``)."""
     name = called(call, names)
-    if name in PAUSES:
-        return f"{name}()"
-    if name in CLOCKS:
+    if name in PAUSES | CLOCKS:
         return f"{name}()"
     attr = name.rsplit(".", 1)[-1]
     if attr == "wait" and "." in name and (call.args or any(
