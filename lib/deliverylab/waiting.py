@@ -12,7 +12,8 @@ reported as a death rather than as a timeout.
 
 It sits with the ground vocabulary (it imports only ``errors``), so any module may use it
 without reaching into a wing. ``tests/unit/test_layout.py`` checks that no other module
-writes a ``while`` loop around ``time.sleep``/``time.monotonic`` (a named allow-list
+writes a wait loop of its own: a ``while`` loop that sleeps (``time.sleep``, an event's
+``wait(timeout)``) or reads a clock, or a ``for`` loop that sleeps (a named allow-list
 holds the loops that do work each round, such as reading records until an end).
 """
 

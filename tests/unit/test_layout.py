@@ -1,194 +1,129 @@
-"""The package's shape, checked: the import rules, the size limit, the one wait, the
-one read-back, the one op log.
+"""The package's shape, checked: the rules of ``docs/whats-here.md``, read from the source.
 
-The rules (docs/whats-here.md says why):
-1. The ground vocabulary (errors, values, history, checker, modes, faults, waiting)
-   imports only itself: every other module may lean on it, so it leans on nothing.
-2. The machinery never imports a face or a chapter kit: ``notebook/``, ``classroom/``,
-   ``grade/`` and ``chapters/`` import the machinery, never the other way round.
-   ``chapters/`` is imported by the faces and notebooks only (and by tests, benches).
-3. No import circle between modules, counting every import: inside functions,
-   type-only ones (``if TYPE_CHECKING:``) and the package ``__init__`` an import runs on
-   the way (``from ..cluster import ready`` runs ``cluster/__init__``): a circle closed
-   by a type hint or a late import is still a circle in the structure. None is allowed.
-4. No arrow back up: every import goes down ``LAYERS`` (or stays in its layer), and the
-   wings and top-level modules import each other without a circle either.
-
-Plus: no module over 650 lines, no hand-written wait loop (a ``while`` around
-``time.sleep``/``time.monotonic``) outside ``waiting.py`` but the named ``NOT_WAITS``,
-which do work every round, and no consumer assigned partitions by hand (a read-back of
-its own) outside ``readers.py`` but the named ``NOT_READ_BACKS``, in lib, tests and
-bench, and no JSON-lines log appended or Op turned into a record by hand outside
-``history.py`` (whose ``OpLog`` is every child process's log of its ops) but the named
-``NOT_OP_LOGS``; and one kit per chapter: every chapter in ``labs/`` has one package
-``chapters/<topic>/`` named after it (but the named ``NO_KIT``), reached from its notebook
-one way (``from deliverylab.chapters import <topic> as kit``), and ``chapters/`` holds no
-flat module. The graph is read from the source (``ast``), so a test
-fails on the line that breaks a rule, before anything runs.
+The rules are :data:`RULES`, the same list, in the same order and words, as the map's
+"The rules that hold the house together" (a test compares them; the map says why each
+holds). Every test here names in its docstring the rule it checks (``Rule 4: ...``), and
+every rule has a test; a rule with an exception names it in an allow-list of this module
+(``NOT_WAITS``, ``NOT_READ_BACKS``, ``NOT_OP_LOGS``, ``NO_KIT``), each entry with why, and
+an entry whose code is gone fails too. The finders (``layout_finders.py``) read the
+source with ``ast``, so a test fails on the line that breaks a rule, before anything runs;
+each finder is tried here on hand-written source, so a finder that finds nothing cannot
+pass a rule unnoticed.
 """
 
 from __future__ import annotations
 
 import ast
-import json
+import importlib
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from tests.unit import layout_finders as F
 
-LIB = Path(__file__).resolve().parents[2] / "lib" / "deliverylab"
+LIB, ROOT = F.LIB, F.ROOT
+MAP = ROOT / "docs" / "whats-here.md"
+LABS = ROOT / "labs"
+
+#: The map's rules, in its order and words (its numbered bold titles).
+RULES = (
+    "The ground vocabulary imports only itself",
+    "The machinery never imports a face or a chapter kit",
+    "No import circle, and no arrow back up",
+    "One wait",
+    "One read-back",
+    "No module over 650 lines",
+    "One op log",
+    "One kit per chapter",
+)
+
 GROUND = {"errors", "values", "history", "checker", "modes", "faults", "waiting"}
 FACES = {"notebook", "classroom", "grade", "chapters"}
 MAX_LINES = 650
+GRAPH = F.graph()
 
 
-def _module_name(path: Path) -> tuple[str, bool]:
-    parts = list(path.relative_to(LIB).with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    return ".".join(parts[:-1] if is_package else parts), is_package
-
-
-def _imports(tree: ast.AST, name: str, is_package: bool,
-             modules: set[str]) -> set[tuple[str, int]]:
-    """The package's modules ``tree`` (module ``name``) imports, with the line: every
-    import, in a function or under ``if TYPE_CHECKING:`` too (a function-local import
-    is exempt from nothing: it runs when called, and a circle it closes is one), and the
-    packages' ``__init__`` each import runs on the way."""
-    edges: set[tuple[str, int]] = set()
-    for node in ast.walk(tree):  # every node: function bodies and `if TYPE_CHECKING:`
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+def test_the_map_lists_the_rules_the_test_checks():
+    """Rules 1-8: the map's numbered rules are RULES, and every test here names one."""
+    text = MAP.read_text()
+    section = text.split("## The rules that hold the house together", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^(\d+)\. \*\*(.+?)\*\*", section, re.M) == [
+        (str(n), title) for n, title in enumerate(RULES, 1)]
+    named: set[int] = set()
+    unnamed = []
+    for name, test in vars(sys.modules[__name__]).items():
+        if not name.startswith("test_"):
             continue
-        targets: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = name.split(".") if name else []
-            if not is_package:
-                base = base[:-1]
-            base = base[:len(base) - (node.level - 1)]
-            stem = ".".join([*base, *([node.module] if node.module else [])])
-            for alias in node.names:  # `from . import jars` imports a module
-                sub = f"{stem}.{alias.name}".strip(".")
-                targets.append(sub if sub in modules else stem)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "deliverylab"):
-            stem = node.module.removeprefix("deliverylab").lstrip(".")
-            for alias in node.names:
-                sub = f"{stem}.{alias.name}".strip(".")
-                targets.append(sub if sub in modules else stem)
-        elif isinstance(node, ast.Import):
-            targets += [a.name.removeprefix("deliverylab").lstrip(".")
-                        for a in node.names if a.name.startswith("deliverylab")]
-        for t in targets:
-            # Importing `a.b.c` runs `a/__init__` and `a/b/__init__` first: an edge to
-            # each, but not to the importer's own packages (already running).
-            parts = t.split(".")
-            for anc in (".".join(parts[:i]) for i in range(1, len(parts))):
-                if anc in modules and not (name == anc or name.startswith(anc + ".")):
-                    edges.add((anc, node.lineno))
-        edges.update((t, node.lineno) for t in targets if t != name)
-    return edges
+        m = re.match(r"Rules? (\d+)(?:-(\d+))?: ", test.__doc__ or "")
+        if m is None or not 1 <= int(m.group(1)) <= int(m.group(2) or m.group(1)) <= len(RULES):
+            unnamed.append(name)
+            continue
+        named.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    assert not unnamed, f"tests whose docstring names no rule ('Rule N: ...'): {unnamed}"
+    assert named == set(range(1, len(RULES) + 1)), "a rule no test checks"
+    assert f"checks all {len(RULES)} from the source" in text.replace("eight", "8")
 
 
-def _graph() -> dict[str, set[tuple[str, int]]]:
-    """Module -> the package's modules it imports (with the line), '' = the facade."""
-    modules = {_module_name(p)[0] for p in LIB.rglob("*.py")}
-    graph: dict[str, set[tuple[str, int]]] = {}
-    for path in LIB.rglob("*.py"):
-        name, is_package = _module_name(path)
-        graph[name] = _imports(ast.parse(path.read_text(), str(path)), name, is_package,
-                               modules)
-    return graph
-
-
-GRAPH = _graph()
-
-
-def _top(module: str) -> str:
-    return module.split(".")[0]
+# --- rules 1-3: the import graph ------------------------------------------------------
 
 
 def test_the_graph_sees_the_package():
-    # A reader that found nothing would pass every rule below.
+    """Rules 1-3: the import graph reads the package (a reader that found nothing would
+    pass every import rule)."""
     assert {"cluster.cluster", "nemesis", "proxy.proxy", "spark.inspector"} <= set(GRAPH)
     assert any(t == "cluster.ready" for t, _ in GRAPH["nemesis"])
 
 
 def test_the_ground_vocabulary_imports_only_itself():
+    """Rule 1: errors, values, history, checker, modes, faults and waiting import only
+    each other: everything leans on them, so they lean on nothing."""
     broken = [f"{m} imports {t} (line {line})" for m in GROUND
               for t, line in GRAPH[m] if t not in GROUND]
     assert not broken, broken
 
 
 def test_the_machinery_never_imports_a_face_or_a_chapter_kit():
-    machinery = [m for m in GRAPH if m and _top(m) not in FACES]
+    """Rule 2: notebook/, classroom/, grade/ and chapters/ import the machinery, never
+    the other way round."""
+    machinery = [m for m in GRAPH if m and F.top(m) not in FACES]
     broken = [f"{m} imports {t} (line {line})" for m in machinery
-              for t, line in GRAPH[m] if _top(t) in FACES]
+              for t, line in GRAPH[m] if F.top(t) in FACES]
     assert not broken, broken
 
 
 def test_chapter_kits_are_imported_by_kits_and_graders_only():
+    """Rule 2: in the package, chapters/ is imported by chapters/ and grade/ only (the
+    notebooks, tests and benches import it from outside)."""
     broken = [f"{m} imports {t} (line {line})" for m in GRAPH if m
               for t, line in GRAPH[m]
-              if _top(t) == "chapters" and _top(m) not in {"chapters", "grade"}]
+              if F.top(t) == "chapters" and F.top(m) not in {"chapters", "grade"}]
     assert not broken, broken
 
 
-def _circles(graph: dict[str, set[tuple[str, int]]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w, _ in graph.get(v, ()):
-            if w not in graph:
-                continue
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            part = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                part.append(w)
-                if w == v:
-                    break
-            if len(part) > 1:
-                found.append(sorted(part))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
 def test_no_import_circle_between_modules():
-    # Zero, with no allow-list: a module that needs only the shape of one above it names
-    # that shape as a Protocol of its own; shared names move down into a small module.
-    # The facade ('') imports nothing at import time; packages' __init__ re-exports are
-    # modules too, so proxy/__init__ -> proxy.proxy -> proxy (a circle) would show.
-    circles = _circles(GRAPH)
+    """Rule 3: no circle between modules, counting every import (type-only, in a
+    function, the package __init__ run on the way), with no allow-list."""
+    # A module that needs only the shape of one above it names that shape as a Protocol
+    # of its own; shared names move down into a small module. The facade ('') imports
+    # nothing at import time; packages' __init__ re-exports are modules too.
+    circles = F.circles(GRAPH)
     assert not circles, circles
 
 
 def test_a_type_only_import_and_one_in_a_function_count():
-    # `if TYPE_CHECKING:` imports never run, but a circle they close is still a circle;
+    """Rule 3: the graph counts an ``if TYPE_CHECKING:`` import and a function's own."""
     # `from ..c import d` also runs c/__init__ (p/__init__ is the importer's own).
     tree = ast.parse("from typing import TYPE_CHECKING\n"
                      "if TYPE_CHECKING:\n    from .b import B\n"
                      "def f():\n    from ..c import d\n")
-    assert _imports(tree, "p.a", False, {"p", "p.a", "p.b", "c", "c.d"}) == {
+    assert F.imports(tree, "p.a", False, {"p", "p.a", "p.b", "c", "c.d"}) == {
         ("p.b", 3), ("c", 5), ("c.d", 5)}
 
 
 def test_a_circle_through_a_package_init_counts():
+    """Rule 3: a circle closed through a package's __init__ is found."""
     # What Cluster.connect() was: cluster.cluster imported connect.connect in a
     # function, and connect.connect imported cluster.ready, which runs cluster/__init__,
     # which imports cluster.cluster. No two modules name each other, yet it loops.
@@ -200,9 +135,15 @@ def test_a_circle_through_a_package_init_counts():
                "cluster.ready": ("", False),
                "connect": ("from .connect import C", True),
                "connect.connect": ("from ..cluster import ready", False)}
-    graph = {m: _imports(ast.parse(src), m, pkg, modules)
+    graph = {m: F.imports(ast.parse(src), m, pkg, modules)
              for m, (src, pkg) in sources.items()}
-    assert _circles(graph) == [["cluster", "cluster.cluster", "connect", "connect.connect"]]
+    assert F.circles(graph) == [["cluster", "cluster.cluster", "connect", "connect.connect"]]
+
+
+def test_the_circle_finder_finds_a_circle():
+    """Rule 3: the circle finder (Tarjan) finds one of three modules."""
+    assert F.circles({"a": {("b", 1)}, "b": {("c", 1)}, "c": {("a", 1)}, "d": set()}) == [
+        ["a", "b", "c"]]
 
 
 #: The layers, bottom up: a module imports only from its own layer or those below it
@@ -224,26 +165,28 @@ LAYER_OF = {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}
 
 
 def test_every_wing_and_top_level_module_has_one_layer():
-    units = {_top(m) for m in GRAPH if m}
+    """Rule 3: every wing and top-level module stands in exactly one of LAYERS."""
+    units = {F.top(m) for m in GRAPH if m}
     named = [u for _, layer in LAYERS for u in layer]
     assert len(named) == len(set(named)), "a unit named in two layers"
     assert set(named) == units, sorted(set(named) ^ units)
 
 
 def test_no_arrow_back_up():
+    """Rule 3: every import goes down LAYERS or stays in its layer."""
     # cluster/ importing connect/ (Cluster.connect) was one: the brokers below, what
     # runs on them above. A lower layer that needs a shape of a higher one names it as
     # a Protocol of its own (cluster.Stops, what the cluster stops with itself).
-    broken = [f"{m} ({LAYERS[LAYER_OF[_top(m)]][0]}) imports {t} "
-              f"({LAYERS[LAYER_OF[_top(t)]][0]}), line {line}"
+    broken = [f"{m} ({LAYERS[LAYER_OF[F.top(m)]][0]}) imports {t} "
+              f"({LAYERS[LAYER_OF[F.top(t)]][0]}), line {line}"
               for m in GRAPH if m for t, line in GRAPH[m]
-              if t and LAYER_OF[_top(t)] > LAYER_OF[_top(m)]]
+              if t and LAYER_OF[F.top(t)] > LAYER_OF[F.top(m)]]
     assert not broken, broken
 
 
 def test_the_map_draws_the_layers_the_test_keeps():
-    # docs/whats-here.md rule 3 lists the layers bottom up, `;` between two: the same.
-    text = (LIB.parents[1] / "docs" / "whats-here.md").read_text()
+    """Rule 3: the map lists the layers bottom up as LAYERS does, `;` between two."""
+    text = MAP.read_text()
     order = " ".join(text.split("never above:", 1)[1].split(". A module", 1)[0].split())
     groups = order.split(";")
     assert len(groups) == len(LAYERS) and "the ground vocabulary" in groups[0], order
@@ -252,133 +195,168 @@ def test_the_map_draws_the_layers_the_test_keeps():
 
 
 def test_no_import_circle_between_wings():
-    # Inside one layer, wings may lean on each other, one way: no two wings (or
-    # top-level modules) import each other, even through modules that do not.
-    wings = {_top(m): set() for m in GRAPH if m}
+    """Rule 3: no two wings (or top-level modules) import each other, even through
+    modules that do not; inside one layer, wings lean on each other one way."""
+    wings = {F.top(m): set() for m in GRAPH if m}
     for m in GRAPH:
         for t, line in GRAPH[m]:
-            if m and t and _top(t) != _top(m):
-                wings[_top(m)].add((_top(t), line))
-    circles = _circles(wings)
+            if m and t and F.top(t) != F.top(m):
+                wings[F.top(m)].add((F.top(t), line))
+    circles = F.circles(wings)
     assert not circles, circles
 
 
-def test_the_circle_finder_finds_a_circle():
-    assert _circles({"a": {("b", 1)}, "b": {("c", 1)}, "c": {("a", 1)}, "d": set()}) == [
-        ["a", "b", "c"]]
+# --- rule 4: one wait -----------------------------------------------------------------
 
-
-@pytest.mark.parametrize("path", sorted(LIB.rglob("*.py")), ids=lambda p: str(p.relative_to(LIB)))
-def test_no_module_is_over_650_lines(path: Path):
-    lines = len(path.read_text().splitlines())
-    assert lines <= MAX_LINES, f"{path.relative_to(LIB)}: {lines} lines; split it by role"
-
-
-#: Loops around time.sleep/time.monotonic that are not waits, each with why: they do
-#: work every round (read records, consume, drive a producer, kill), which no probe of
-#: ``waiting.wait_until`` should hide. Keyed "module:function".
+#: Loops in lib/ that pause or watch a clock but are not waits, each with why: they do
+#: work every round (read records, consume, drive a producer, sample, kill), which no
+#: probe of ``waiting.wait_until`` should hide. Keyed "module:qualname".
 NOT_WAITS = {
     "chapters.at_least_once.autocommit:crash_instance": "consumes until it holds a whole "
                                                         "batch",
     "chapters.at_least_once.autocommit:_successor": "processes records until the end "
                                                     "offset",
-    "chapters.exactly_once_sources.window:stream": "paces a writer, a chunk per pace_s: "
-                                                   "awaits nothing",
-    "chapters.transactions.zombie:instance": "the zombie's consume-transform-produce loop",
+    "chapters.consumer_groups.rebalance:_Member._loop": "a group member's consume loop (its "
+                                                        "stall is the fault)",
     "chapters.consumer_groups.rebalance:stall_in_group": "drives the producer at its rate "
                                                          "through the stall",
-    "chapters.consumer_groups.rebalance:_loop": "a group member's consume loop (its stall "
-                                                "is the fault)",
-    "classroom.hub.users:sweep": "SIGKILLs the student's processes every round until none is left",
+    "chapters.cost_of_guarantees.costs:throughput": "sends for a set number of seconds: a "
+                                                    "measurement, nothing awaited",
+    "chapters.cost_of_guarantees.costs:latency": "sends each record at its due time: the "
+                                                 "measured rate, serving delivery reports",
+    "chapters.cost_of_guarantees.costs:latency.read": "the latency reader: stamps each "
+                                                      "record as it arrives",
+    "chapters.exactly_once_sources.sources:Runs.zombie.writer": "appends a line per 1/rate "
+                                                                "until stopped: a pacer",
+    "chapters.exactly_once_sources.window:stream": "paces a writer, a chunk per pace_s: "
+                                                   "awaits nothing",
+    "chapters.exactly_once_sources.window:_freeze_inside": "freezes the worker up to `tries` "
+                                                           "times, a settle each: an "
+                                                           "experiment repeated, no probe",
+    "chapters.transactions.zombie:instance": "the zombie's consume-transform-produce loop",
+    "classroom.hub.users:sweep": "SIGKILLs the student's processes every round until none "
+                                 "is left",
     "classroom.hub.__main__:main": "serves until the hub ends or Ctrl-C: no deadline, "
                                    "nothing awaited",
-    "classroom.hub.client:execute": "receives the kernel's messages until reply and idle",
-    "cluster.ready:read_back": "reads records until the token (one probe of a ready step)",
-    "notebook.progress:_tick": "a ticker that shows the seconds elapsed until stopped",
+    "classroom.hub.client:Kernel.execute": "receives the kernel's messages until reply and "
+                                           "idle",
+    "classroom.sizing.measure:Sampler._loop": "samples memory every interval until stopped",
+    "cluster.ready:wait_ready.first_producer": "the first of two producers' inits to end "
+                                               "(futures' wait, woken by either): a race",
+    "cluster.ready:wait_ready.read_back": "reads records until the token (one probe of a "
+                                          "ready step)",
+    "notebook.progress:busy._tick": "a ticker that shows the seconds elapsed until stopped",
+    "notebook.widgets:FaultPanel.start_auto_refresh.loop": "refreshes the panel every "
+                                                           "interval until closed",
     "readers:_drain": "reads records until every partition's end (the one read-back)",
+    "readers:final_read": "retries a read a counted number of times after a client error; "
+                          "what it waits for between is wait_whole's",
     "readers:peek": "reads records for a few seconds",
-    "services.instance:loop": "a service's work loop, until it is stopped",
-    "workload:run": "the pipeline's consume-process-produce loop",
+    "services.fleet:ServiceFleet._watch": "restarts killed instances and relays until the "
+                                          "fleet stops: a supervisor",
+    "services.instance:Relay.loop": "a relay's work loop, until it is stopped",
+    "workload:Pipeline.run": "the pipeline's consume-process-produce loop",
 }
-WAIT_CALLS = {"time.sleep", "time.monotonic", "sleep", "monotonic"}
-
-
-def _loops_in(node: ast.AST, where: str, function: str, found: dict[str, int]) -> None:
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _loops_in(child, where, child.name, found)
-            continue
-        if isinstance(child, ast.While) and any(
-                isinstance(c, ast.Call) and ast.unparse(c.func) in WAIT_CALLS
-                for c in ast.walk(child)):
-            found.setdefault(f"{where}:{function}", child.lineno)
-        _loops_in(child, where, function, found)
-
-
-def _wait_loops() -> dict[str, int]:
-    """``module:function`` -> line of each ``while`` loop calling sleep or monotonic."""
-    found: dict[str, int] = {}
-    for path in sorted(LIB.rglob("*.py")):
-        _loops_in(ast.parse(path.read_text(), str(path)), _module_name(path)[0], "<module>",
-                  found)
-    return found
 
 
 def test_every_wait_goes_through_the_one_wait():
+    """Rule 4: no hand-written wait loop in lib/ outside waiting.wait_until, but the
+    named NOT_WAITS; an entry whose loop is gone fails too."""
     # A hand-written `while ... sleep` drifts from the one wait: it returns None on
     # timeout, forgets to look whether the process died, or does not say what it
     # waited for. waiting.wait_until is the one place such a loop is written.
-    loops = _wait_loops()
+    loops = F.wait_loops()
     assert "waiting:wait_until" in loops  # the finder sees the one it must
-    broken = [f"{where} (line {line}): a hand-written wait loop; use "
+    broken = [f"{where} (line {line}): a hand-written wait loop ({why}); use "
               "waiting.wait_until, or name it in NOT_WAITS with why it is not a wait"
-              for where, line in loops.items()
+              for where, (line, why) in loops.items()
               if where != "waiting:wait_until" and where not in NOT_WAITS]
     assert not broken, broken
     stale = sorted(set(NOT_WAITS) - set(loops))
     assert not stale, f"NOT_WAITS names loops that are gone: {stale}"
 
 
-#: Consumers assigned partitions by hand (``consumer.assign([...])``: no group) outside
-#: ``readers.py``, each with why it is not a read-back. A topic read back to its end goes
-#: through ``readers.read_back``/``read_records``, so it either ends or raises
-#: ``ReadTimeout``. Keyed "file:function", the file relative to the repository.
+def test_the_wait_loop_finder_sees_every_shape_of_a_poll():
+    """Rule 4: the finder sees a poll however written, and passes what polls nothing."""
+    tree = ast.parse(
+        "import time\nimport time as t\nfrom time import sleep as nap, perf_counter\n"
+        "def a(p):\n    end = time.monotonic() + 5\n    while time.monotonic() < end:\n"
+        "        pass\n"
+        "def b(p):\n    for _ in range(50):\n        if p():\n            return\n"
+        "        t.sleep(0.1)\n"
+        "def c(p, ev):\n    while not p():\n        ev.wait(0.1)\n"
+        "def d(p):\n    t0 = perf_counter()\n    while perf_counter() - t0 < 5:\n        p()\n"
+        "def e(p):\n    while not p():\n        nap(1)\n"
+        "def f(p, deadline):\n    while not deadline.expired():\n        p()\n"
+        "class G:\n    def h(self):\n        while True:\n            time.sleep(1)\n"
+        # not polls: a shared deadline, a wait on each handle, a callback defined in a
+        # loop, a loop that neither pauses nor reads a clock
+        "def i(threads, sends, items):\n    end = time.monotonic() + 5\n"
+        "    for th in threads:\n        th.join(max(0, end - time.monotonic()))\n"
+        "    for s in sends:\n        s.wait(10)\n"
+        "    while items:\n        def cb():\n            time.sleep(1)\n        items.pop()\n")
+    assert {k: why for k, (_, why) in F.wait_loops_in(tree, "m").items()} == {
+        "m:a": "while around time.monotonic()",
+        "m:b": "for around time.sleep()",
+        "m:c": "while around ev.wait(timeout)",
+        "m:d": "while around time.perf_counter()",
+        "m:e": "while around time.sleep()",
+        "m:f": "while around deadline.expired()",
+        "m:G.h": "while around time.sleep()",
+    }
+
+
+# --- rule 5: one read-back ------------------------------------------------------------
+
+#: Reads of a topic outside ``readers.py`` that are not read-backs, each with why: a
+#: consumer assigned partitions by hand (no group: a read of its own, in lib, tests or
+#: bench), or the checker's ``Read`` built by hand in lib. A topic read back to its end
+#: goes through ``readers.read_back``/``read_records``, so it either ends or raises
+#: ``ReadTimeout``. Keyed "file:qualname", the file relative to the repository.
 NOT_READ_BACKS = {
-    "lib/deliverylab/cluster/ready.py:read_back": "a readiness probe: reads its own "
-                                                 "token, asked again by the wait",
+    "lib/deliverylab/cluster/ready.py:wait_ready.read_back": "a readiness probe: reads its "
+                                                            "own token, asked again by the "
+                                                            "wait",
     "lib/deliverylab/chapters/at_least_once/autocommit.py:_successor":
         "the group's successor, processing from its committed offset: what chapter 02 "
         "shows",
     "lib/deliverylab/chapters/cost_of_guarantees/costs.py:latency":
         "times each record from the topic's end as it arrives: a measurement",
+    "lib/deliverylab/checker.py:reads_from_records":
+        "rows a caller already holds (a Spark DataFrame's, a test's dicts) as reads: it "
+        "consumes no topic",
+    "lib/deliverylab/spark/inspector.py:Inspector.reads":
+        "Spark's batch read of a topic (chapter 05's inspector), so Spark and the checker "
+        "judge the same read: Spark's engine, no consumer of ours",
+    "lib/deliverylab/spark/sinks.py:_in_input_order":
+        "a Spark sink's folder or table as reads: no topic",
 }
 
 
-def _assigns_in(node: ast.AST, where: str, function: str, found: dict[str, int]) -> None:
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _assigns_in(child, where, child.name, found)
-            continue
-        # Consumer.assign takes one list; pandas' DataFrame.assign takes keywords.
-        if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
-                and child.func.attr == "assign" and len(child.args) == 1
-                and not child.keywords):
-            found.setdefault(f"{where}:{function}", child.lineno)
-        _assigns_in(child, where, function, found)
+def _reads_by_hand() -> dict[str, tuple[int, str]]:
+    found: dict[str, tuple[int, str]] = {}
+    for folder in ("lib", "tests", "bench"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            where = str(path.relative_to(ROOT))
+            for scope, line in F.assigns(tree):
+                found.setdefault(f"{where}:{scope}", (line, "a consumer assigned by hand"))
+            if folder == "lib":  # tests build reads by hand: hand-written histories
+                for scope, line in F.reads_built(tree):
+                    found.setdefault(f"{where}:{scope}", (line, "the checker's Read built "
+                                                                "by hand"))
+    return found
 
 
 def test_every_read_back_goes_through_readers():
-    root = LIB.parents[1]
-    found: dict[str, int] = {}
-    for folder in ("lib", "tests", "bench"):
-        for path in sorted((root / folder).rglob("*.py")):
-            _assigns_in(ast.parse(path.read_text(), str(path)),
-                        str(path.relative_to(root)), "<module>", found)
+    """Rule 5: no consumer assigned by hand (lib, tests, bench) and no Read built by hand
+    (lib) outside readers.py, but the named NOT_READ_BACKS; a stale entry fails."""
+    found = _reads_by_hand()
     assert "lib/deliverylab/readers.py:_drain" in found  # the finder sees the one it must
-    broken = [f"{where} (line {line}): a consumer assigned by hand; read the topic back "
-              "with readers.read_back or read_records, or name it in NOT_READ_BACKS "
-              "with why it is not a read-back"
-              for where, line in found.items()
+    assert "lib/deliverylab/readers.py:read_back.read" in found
+    broken = [f"{where} (line {line}): {what}; read the topic back with readers.read_back "
+              "or read_records, or name it in NOT_READ_BACKS with why it is not a read-back"
+              for where, (line, what) in found.items()
               if not where.startswith("lib/deliverylab/readers.py:")
               and where not in NOT_READ_BACKS]
     assert not broken, broken
@@ -386,34 +364,104 @@ def test_every_read_back_goes_through_readers():
     assert not stale, f"NOT_READ_BACKS names reads that are gone: {stale}"
 
 
+def test_the_read_back_finder_tells_a_consumer_from_a_data_frame():
+    """Rule 5: the finder sees an assign and a Read built by hand, not pandas' assign."""
+    tree = ast.parse("def a(c, tp):\n    c.assign([tp])\n"
+                     "def b(df):\n    return df.assign(x=1)\n"
+                     "def d(m):\n    return [history.Read(m.topic(), 0, 0, 'v')]\n"
+                     "class E:\n    def f(self, m):\n        return Read('t', 0, 0, None)\n")
+    assert list(F.assigns(tree)) == [("a", 2)]
+    assert list(F.reads_built(tree)) == [("d", 6), ("E.f", 9)]
+
+
+# --- rule 6: size and the top level ---------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(LIB.rglob("*.py")), ids=lambda p: str(p.relative_to(LIB)))
+def test_no_module_is_over_650_lines(path: Path):
+    """Rule 6: no module of the package is over 650 lines."""
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(LIB)}: {lines} lines; split it by role"
+
+
 def test_the_top_level_holds_only_the_facade_and_the_vocabulary():
+    """Rule 6: the top level holds the facade and the vocabulary the map's table lists."""
     vocabulary = GROUND | {"clients", "workload", "readers", "segments", "nemesis",
                            "schedule", "scenario", "matrix"}
     top = {p.stem for p in LIB.glob("*.py")} - {"__init__"}
     assert top == vocabulary, sorted(top ^ vocabulary)
 
 
+# --- rule 7: one op log ---------------------------------------------------------------
+
+#: Modules that append JSON lines to a file, or turn Ops into records, not through
+#: ``history.py``, each with why. What a process did goes through ``history.OpLog``
+#: (one Op a line, written through, on the clock every process shares) and back through
+#: ``History.merge_logs``; other lines a kill must not lose (the grader's events, the
+#: HTTP service's ledger, a FaultPanel's presses) through ``history.JsonLines`` and
+#: ``read_json_lines``. Keyed by module; none today.
+NOT_OP_LOGS: dict[str, str] = {}
+
+
+def test_only_the_op_log_writes_op_logs():
+    """Rule 7: no module but history.py appends JSON lines or turns an Op into a record
+    and back, but the named NOT_OP_LOGS; a stale entry fails."""
+    # A child's log of what it did, in a shape of its own, needs a reader of its own and
+    # a clock of its own: three such shapes were the issue. history.OpLog is the one,
+    # on history.JsonLines, the one writer of lines a kill must not lose.
+    found = F.op_log_writers()
+    # the finder sees the ones it must: JsonLines' append and the Op's records
+    assert any(w.startswith("JsonLines.append appends") for w in found.get("history", ()))
+    assert any(w.startswith("op.to_record()") for w in found["history"])
+    broken = [f"{module}: {', '.join(why)}; record a process's ops with history.OpLog and "
+              "read them with History.merge_logs, other lines with history.JsonLines and "
+              "read_json_lines, or name the module in NOT_OP_LOGS with why it needs neither"
+              for module, why in found.items() if module != "history"
+              and module not in NOT_OP_LOGS]
+    assert not broken, broken
+    stale = sorted(set(NOT_OP_LOGS) - set(found))
+    assert not stale, f"NOT_OP_LOGS names modules that write no JSON lines: {stale}"
+
+
+def test_the_op_log_finder_tells_an_appender_from_other_opens_and_writes():
+    """Rule 7: the finder sees an append by open or os.open, under any json name, and
+    passes a log opened to append where no JSON is made."""
+    calls = [n for n in ast.walk(ast.parse(
+        'open(p, mode="ab"); open(p, "r"); Path(p).open(); open(p, "w"); path.open("a")\n'
+        'os.open(p, os.O_WRONLY | os.O_APPEND); os.open(p, os.O_RDONLY)\n'))
+        if isinstance(n, ast.Call)]
+    assert [ast.unparse(c) for c in calls if F.appends(c)] == [
+        "open(p, mode='ab')", "path.open('a')", "os.open(p, os.O_WRONLY | os.O_APPEND)"]
+    tree = ast.parse(
+        "import json as j\nimport os\n"
+        "def a(p, r):\n    with p.open('a') as out:\n        out.write(j.dumps(r) + '\\n')\n"
+        "class B:\n    def c(self, r):\n        line = j.dumps(r).encode()\n"
+        "        fd = os.open(self.p, os.O_APPEND | os.O_CREAT)\n        os.write(fd, line)\n"
+        "def d(p):\n    return open(p, 'a')\n"  # a child's log: no JSON made here
+        "def e(r):\n    return j.dumps(r)\n"
+        "def f(op):\n    return op.to_record()\n")
+    assert F.json_appends_in(tree) == ["a appends JSON lines to a file (line 4)",
+                                       "B.c appends JSON lines to a file (line 9)",
+                                       "op.to_record() at line 16"]
+
+
+# --- rule 8: one kit per chapter ------------------------------------------------------
+
 #: Chapters with no kit, each with why: they run the shared vocabulary alone.
 NO_KIT = {"00_tour": "the tour runs the vocabulary alone (dl.Cluster, dl.Nemesis, dl.check)"}
-LABS = LIB.parents[1] / "labs"
-KIT_IMPORT = re.compile(r"^from deliverylab\.chapters import (\w+) as kit\b", re.M)
 
 
 def _chapters() -> dict[str, str]:
     """Each chapter's name -> its topic, the kit's name (``02b_consumer_groups`` ->
-    ``consumer_groups``), from the notebooks in labs/."""
+    ``consumer_groups``), from the notebooks in labs/, in the course's order."""
     from deliverylab.notebook.chapter import CHAPTER_NAME, chapter_names
 
     return {name: CHAPTER_NAME.fullmatch(name).group(2) for name in chapter_names(LABS)}
 
 
-def _code(notebook: Path) -> str:
-    cells = json.loads(notebook.read_text())["cells"]
-    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-
-
 def test_every_chapter_has_one_kit_named_after_it_and_no_flat_module():
-    # One kit per chapter, so a chapter's code is found from its name: chapters/<topic>/.
+    """Rule 8: every chapter in labs/ has one package chapters/<topic>/ (but NO_KIT),
+    every such package a chapter, and chapters/ holds no flat module."""
     chapters = _chapters()
     assert len(chapters) >= 10 and "02b_consumer_groups" in chapters  # the reader sees them
     kits = {p.parent.name for p in (LIB / "chapters").glob("*/__init__.py")}
@@ -430,10 +478,9 @@ def test_every_chapter_has_one_kit_named_after_it_and_no_flat_module():
 
 
 def test_no_kit_exports_the_name_of_one_of_its_modules():
+    """Rule 8: a kit's exported names are not its modules' names."""
     # Importing chapters/<topic>/x.py binds `x` on the package: a kit exporting a name `x`
     # too would hand out the module or the function depending on who imported first.
-    import importlib
-
     broken = []
     for init in sorted((LIB / "chapters").glob("*/__init__.py")):
         kit = importlib.import_module(f"deliverylab.chapters.{init.parent.name}")
@@ -443,12 +490,24 @@ def test_no_kit_exports_the_name_of_one_of_its_modules():
     assert not broken, broken
 
 
-def test_every_notebook_reaches_its_kit_one_way():
-    # `import deliverylab as dl` for the vocabulary, `from deliverylab.chapters import
-    # <topic> as kit` for the chapter's own code; no chapter's code is a dl. name.
-    import importlib
-    from types import ModuleType
+def test_a_kit_imports_only_the_kits_of_earlier_chapters():
+    """Rule 8: code two chapters share lives in the kit of the one that introduces it; a
+    later kit imports it from there, never an earlier kit from a later one."""
+    order = {topic: i for i, topic in enumerate(_chapters().values())}
 
+    def kit(module: str) -> int:  # a kit no chapter is named after fails the test above
+        return order.get(module.split(".")[1], -1)
+
+    broken = [f"{m} imports {t} (line {line}): a later chapter's kit"
+              for m in GRAPH if m.startswith("chapters.")
+              for t, line in GRAPH[m] if t.startswith("chapters.") and kit(t) > kit(m)]
+    assert not broken, broken
+
+
+def test_every_notebook_reaches_its_kit_one_way():
+    """Rule 8: a notebook imports its own kit, `from deliverylab.chapters import <topic>
+    as kit`, and no other chapters/ code by any form; every kit.<n> and dl.<n> it calls
+    exists, and the facade exports no chapter code."""
     import deliverylab
 
     facade = [f"dl.{name} -> {module}" for name, module in
@@ -457,17 +516,15 @@ def test_every_notebook_reaches_its_kit_one_way():
     assert not facade, f"the facade exports chapter code (import the kit instead): {facade}"
     broken = []
     for name, topic in _chapters().items():
-        code = _code(LABS / f"{name}.ipynb")
-        kits = KIT_IMPORT.findall(code)
-        expected = [] if name in NO_KIT else [topic]
-        if kits != expected:
-            broken.append(f"{name} imports kits {kits}; expected {expected}")
-        others = len(re.findall(r"deliverylab\.chapters", code)) - len(kits)
-        if others:
-            broken.append(f"{name} reaches chapters/ {others} other way(s) besides `kit`")
+        code = F.notebook_code(LABS / f"{name}.ipynb")
+        reached = F.chapter_imports(code)
+        expected = [] if name in NO_KIT else [f"deliverylab.chapters:{topic} as kit"]
+        if reached != expected:
+            broken.append(f"{name} reaches chapters/ by {reached}; expected {expected}")
         # ... and every name it calls is there: a `dl.bugs.` left by a merge, or a kit
         # name that became a module's, fails here rather than minutes into a chapter.
-        kit = importlib.import_module(f"deliverylab.chapters.{kits[0]}") if kits else None
+        kit = None if name in NO_KIT else importlib.import_module(
+            f"deliverylab.chapters.{topic}")
         broken += [f"{name}: kit.{n} is not a name of its kit" for n in
                    sorted(set(re.findall(r"(?<![\w.])kit\.(\w+)", code)))
                    if kit is None or isinstance(getattr(kit, n, None), (ModuleType,
@@ -478,77 +535,15 @@ def test_every_notebook_reaches_its_kit_one_way():
     assert not broken, broken
 
 
-#: Modules that append JSON lines to a file but not through ``history.py``, each with
-#: why. What a process did goes through ``history.OpLog`` (one Op a line, written
-#: through, on the clock every process shares) and back through ``History.merge_logs``;
-#: other lines a kill must not lose (the grader's events, the HTTP service's ledger)
-#: through ``history.JsonLines`` and ``read_json_lines``. Keyed by module.
-NOT_OP_LOGS = {
-    "notebook.record": "a FaultPanel's presses, for the tests that drive a chapter: what "
-                       "was shown, not what a client did",
-}
-
-
-def _appends(call: ast.Call) -> bool:
-    """``open(p, "a")``, ``path.open("ab")``, ``open(p, mode="a")``: a file opened to append."""
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
-        call.func, "id", "")
-    if name != "open":
-        return False
-    # open(path, mode) or path.open(mode); os.open's flags are O_APPEND, seen apart.
-    positional = call.args[1:2] if isinstance(call.func, ast.Name) else call.args[:1]
-    modes = [*positional, *(k.value for k in call.keywords if k.arg == "mode")]
-    return any(isinstance(m, ast.Constant) and isinstance(m.value, str) and "a" in m.value
-               for m in modes)
-
-
-def _writes_dumps(call: ast.Call) -> bool:
-    """``out.write(json.dumps(record) + "\\n")``: a JSON document written to a file."""
-    return (isinstance(call.func, ast.Attribute) and call.func.attr == "write"
-            and any(isinstance(n, ast.Call) and ast.unparse(n.func) in ("json.dumps", "dumps")
-                    for arg in call.args for n in ast.walk(arg)))
-
-
-def _op_log_writers() -> dict[str, list[str]]:
-    """module -> why it writes an op log, or JSON lines that may be one: a class or
-    function that opens a file to append and writes ``json.dumps`` into it, or Ops
-    turned into records or back by hand (``to_record``, ``Op.from_record``)."""
-    found: dict[str, list[str]] = {}
-    for path in sorted(LIB.rglob("*.py")):
-        why: list[str] = []
-        for scope in ast.parse(path.read_text(), str(path)).body:
-            calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
-            if any(map(_appends, calls)) and any(map(_writes_dumps, calls)):
-                why.append(f"appends JSON lines to a file (line {scope.lineno})")
-            why += [f"{ast.unparse(c.func)}() at line {c.lineno}" for c in calls
-                    if ast.unparse(c.func).endswith((".to_record", "Op.from_record"))]
-        if why:
-            found[_module_name(path)[0]] = why
-    return found
-
-
-def test_only_the_op_log_writes_op_logs():
-    # A child's log of what it did, in a shape of its own, needs a reader of its own and
-    # a clock of its own: three such shapes were the issue. history.OpLog is the one,
-    # on history.JsonLines, the one writer of lines a kill must not lose.
-    found = _op_log_writers()
-    assert "history" in found  # the finder sees the one it must (its to_record)
-    broken = [f"{module}: {', '.join(why)}; record a process's ops with history.OpLog and "
-              "read them with History.merge_logs, other lines with history.JsonLines and "
-              "read_json_lines, or name the module in NOT_OP_LOGS with why it needs neither"
-              for module, why in found.items() if module != "history"
-              and module not in NOT_OP_LOGS]
-    assert not broken, broken
-    # ... and every appender it must: each module named below is found, or is stale.
-    stale = sorted(set(NOT_OP_LOGS) - set(found))
-    assert not stale, f"NOT_OP_LOGS names modules that write no JSON lines: {stale}"
-
-
-def test_the_op_log_finder_tells_an_appender_from_other_opens_and_writes():
-    tree = ast.parse('with path.open("a") as out:\n    out.write(json.dumps(r) + "\\n")\n'
-                     'open(p, mode="ab"); open(p, "r"); Path(p).open(); open(p, "w")\n'
-                     'out.write(text); key = json.dumps(k)\n')
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
-    assert sorted(ast.unparse(c.func) for c in calls if _appends(c)) == ["open", "path.open"]
-    assert [ast.unparse(c) for c in calls if _writes_dumps(c)] == [
-        "out.write(json.dumps(r) + '\\n')"]
+def test_the_notebook_import_finder_sees_every_way_into_chapters():
+    """Rule 8: the finder sees the kit line and every other way a notebook could reach
+    chapters/ (a module, the package, a dotted import, a string)."""
+    code = ("import deliverylab as dl\nfrom deliverylab.chapters import at_most_once as kit\n"
+            "from deliverylab import chapters\nimport deliverylab.chapters.kafka_bugs as kb\n"
+            "from deliverylab.chapters.transactions.zombie import instance\n"
+            "m = importlib.import_module('deliverylab.chapters.side_effects')\n")
+    assert F.chapter_imports(code) == [
+        "deliverylab.chapters:at_most_once as kit", "deliverylab:chapters as chapters",
+        "deliverylab.chapters.kafka_bugs as kb",
+        "deliverylab.chapters.transactions.zombie:instance as instance",
+        "the string 'deliverylab.chapters.side_effects'"]

@@ -28,7 +28,8 @@ import that module before ``python -m`` runs it, so its names load on first use.
 A kit exports no name of one of its own modules: importing a submodule binds its name on
 the package, so ``kit.measure`` would be the function or the module depending on who
 imported what first. ``tests/unit/test_layout.py`` keeps the rules: one kit per chapter,
-named after it, no flat module here, no name shared by a kit and one of its modules.
+named after it, no flat module here, no name shared by a kit and one of its modules, and
+no kit importing a later chapter's.
 """
 
 from __future__ import annotations

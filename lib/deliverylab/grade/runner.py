@@ -258,6 +258,29 @@ def to_history(events: list[dict[str, Any]], history: History) -> None:
                            "died first (maybe written)")
 
 
+def child_ending(children: Any, proc: subprocess.Popen, process: str, log: Path,
+                 limit: float, started: float) -> tuple[str, str]:
+    """How a student's child process (a stage, a Spark driver) started at ``started``
+    ended, waited for up to ``limit`` seconds in all: ``killed`` (a SIGKILL: the planned
+    crash), ``raised`` (the student's code raised), ``error`` with its log's last lines,
+    ``timeout`` (killed), or ``done``. One reading, so both graders name an end alike."""
+    try:
+        code = proc.wait(max(0.1, limit - (time.monotonic() - started)))
+    except subprocess.TimeoutExpired:
+        children.kill(proc)
+        return "timeout", f"{process} still ran after {limit:.0f} s: killed"
+    finally:
+        children.stop(proc)
+    if code == -9:
+        return "killed", ""
+    if code == RAISED_EXIT:
+        return "raised", ""
+    if code != 0:
+        text = log.read_text(errors="replace").strip().splitlines()
+        return "error", "\n".join(text[-12:])
+    return "done", ""
+
+
 class Stage:
     """Starts the student's stage processes of one run and waits for them."""
 
@@ -329,22 +352,8 @@ class Stage:
     def finish(self, process: str, proc: subprocess.Popen,
                started: float) -> tuple[str, str]:
         """Wait for a stage process started at ``started`` (STAGE_TIMEOUT in all)."""
-        log = self.workdir / f"{process}.log"
-        try:
-            code = proc.wait(max(0.1, STAGE_TIMEOUT - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            self.children.kill(proc)
-            return "timeout", f"{process} still ran after {STAGE_TIMEOUT:.0f} s: killed"
-        finally:
-            self.children.stop(proc)
-        if code == -9:
-            return "killed", ""
-        if code == RAISED_EXIT:
-            return "raised", ""
-        if code != 0:
-            text = log.read_text(errors="replace").strip().splitlines()
-            return "error", "\n".join(text[-12:])
-        return "done", ""
+        return child_ending(self.children, proc, process, self.workdir / f"{process}.log",
+                            STAGE_TIMEOUT, started)
 
     def overlap(self) -> tuple[list[tuple[str, str, str]], str]:
         """The overlap fault's run (the exercise's ``overlap``): ``stage-0`` stops itself

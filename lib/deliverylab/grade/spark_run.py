@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
 import tempfile
 import time
 import uuid
@@ -33,9 +32,8 @@ from ..history import History, read_json_lines
 from ..modes import AT_LEAST_ONCE
 from ..readers import read_back
 from ..workload import ProducerWorkload
-from .child import RAISED as RAISED_EXIT
 from .exercises import JUDGED, RAISED, UNPLACED, Exercise
-from .runner import Run, judge_state, to_history
+from .runner import Run, child_ending, judge_state, to_history
 from .search import CrashPoint
 from .spark_child import RECORDS
 
@@ -65,21 +63,8 @@ def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, st
     log = workdir / f"{spec['process']}.log"
     proc = children.start(spec["process"], python_module("grade.spark_child", str(path)),
                           log, env=driver_env(workdir / "tmp"))
-    try:
-        code = proc.wait(DRIVER_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        children.kill(proc)
-        return "timeout", f"{spec['process']} still ran after {DRIVER_TIMEOUT:.0f} s: killed"
-    finally:
-        children.stop(proc)
-    if code == -9:
-        return "killed", ""
-    if code == RAISED_EXIT:
-        return "raised", ""
-    if code != 0:
-        lines = log.read_text(errors="replace").strip().splitlines()
-        return "error", "\n".join(lines[-12:])
-    return "done", ""
+    started = time.monotonic()
+    return child_ending(children, proc, spec["process"], log, DRIVER_TIMEOUT, started)
 
 
 def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,

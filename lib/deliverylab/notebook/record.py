@@ -4,20 +4,21 @@ A headless run presses the buttons, but nobody renders the widgets, and a widget
 not survive as HTML (its state is gone once the panel closes). So each
 :class:`~deliverylab.notebook.widgets.FaultPanel` appends, where
 ``$DELIVERYLAB_PANEL_RECORD`` points (``make course`` sets it per chapter), one JSON
-line when it is shown and one after every press: the press line, the status line after
-it and the History's last operations. The course book
+line when it is shown and one after every press, through
+:class:`~deliverylab.history.JsonLines` (the one writer of such lines): the press line,
+the status line after it and the History's last operations. The course book
 (:mod:`deliverylab.classroom.course.book`) renders each panel from these lines. In a live
 notebook the variable is unset and nothing is written.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..history import History
+from ..errors import LabError
+from ..history import History, JsonLines
 
 
 class Panel(Protocol):
@@ -107,7 +108,6 @@ def record_panel(panel: Panel, event: str, press: PanelPress | None = None) -> N
         entry.update(label=press.label, line=press.line(), ok=press.ok,
                      seconds=round(press.seconds, 3))
     try:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(entry) + "\n")
-    except OSError:
+        JsonLines(path).append(entry)
+    except (OSError, LabError):
         pass

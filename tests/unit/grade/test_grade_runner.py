@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliverylab.grade import exercise
+from deliverylab.grade.child import RAISED as RAISED_EXIT
 from deliverylab.grade.exercises import (
     BROKEN,
     HUNG,
@@ -782,3 +783,30 @@ def test_04s_zombie_that_never_committed_twice_is_not_judged(monkeypatch, tmp_pa
     (endings, unplaced), plans, resumed, _ = zombie_stage(monkeypatch, tmp_path, False)
     assert "stage-1" not in plans and [p for p, _, _ in endings] == ["stage-0"]
     assert unplaced.endswith("your loop made no 2nd commit_transaction")
+
+
+@pytest.mark.parametrize("code, ending", [
+    ("pass", ("done", "")),
+    (f"import sys; sys.exit({RAISED_EXIT})", ("raised", "")),  # the student's code raised
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", ("killed", "")),
+    ("import sys; print('line 1'); print('boom', file=sys.stderr); sys.exit(1)",
+     ("error", "line 1\nboom")),
+    ("import time; time.sleep(30)", ("timeout", "stage-0 still ran after 1 s: killed")),
+])
+def test_a_childs_ending_is_read_one_way_for_a_stage_and_a_spark_driver(
+        tmp_path: Path, code: str, ending: tuple[str, str]):
+    # Real processes (no broker): how Stage.finish and spark_run._driver name an end.
+    import sys
+    import time
+
+    from deliverylab.grade.runner import child_ending
+    from deliverylab.process.children import Children
+
+    children = Children()
+    try:
+        log = tmp_path / "stage-0.log"
+        proc = children.start("stage-0", [sys.executable, "-u", "-c", code], log)
+        assert child_ending(children, proc, "stage-0", log, 1.0, time.monotonic()) == ending
+        assert proc.poll() is not None  # nothing outlives its ending
+    finally:
+        children.close()
