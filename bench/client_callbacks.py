@@ -113,6 +113,13 @@ class MockCluster:
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         self._rdk.rd_kafka_mock_topic_create(self._mc, topic.encode(), partitions, 1)
 
+    def group_rebalance_delay(self, ms: int) -> None:
+        """How long the group coordinator waits for more members before its first
+        assignment (3000 ms by default, as Kafka's ``group.initial.rebalance.delay.ms``)."""
+        self._rdk.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [
+            ctypes.c_void_p, ctypes.c_int32]
+        self._rdk.rd_kafka_mock_group_initial_rebalance_delay_ms(self._mc, ms)
+
     def test_fatal_error(self, rk: int, code: int, reason: str) -> None:
         """librdkafka's test hook: client ``rk`` raises a fatal error now."""
         self._rdk.rd_kafka_test_fatal_error.argtypes = [ctypes.c_void_p, ctypes.c_int,

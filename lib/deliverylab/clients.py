@@ -75,9 +75,12 @@ def passes_through(exc: BaseException) -> bool:
 
 def _kept(callback: Callable[..., Any], args: tuple, errors: list[BaseException]) -> None:
     """Call ``callback``; its own failure goes to ``errors``, what passes through is
-    raised (re-raised from this ``except``: normalised)."""
+    raised (re-raised from this ``except``: normalised). So does an error C code left
+    set under a result: confluent-kafka's ``KafkaError`` compared with None returns
+    False *and* leaves a TypeError set, which a plain return would carry into the call."""
     try:
         callback(*args)
+        raise_pending()
     except BaseException as exc:
         if passes_through(exc):
             raise

@@ -27,7 +27,6 @@ import signal
 import sqlite3
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -38,7 +37,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from ..clients import close_consumer, config
 from ..history import JsonLines, outcome_of
 from ..values import decode
-from .callbacks import StudentCallbacks
+from .callbacks import NONE_GIVEN, StudentCallbacks, student_traceback
 from .http_call import Payments
 from .search import CallCounter, CrashPoint, db_commit
 from .stall import Stall, TxnStall, auto_commits, timer_commit
@@ -120,11 +119,13 @@ class StudentConsumer:
     """
 
     def __init__(self, consumer: Consumer, events: Events, plan: KillPlan,
-                 left: Callable[[], bool] | None = None) -> None:
+                 left: Callable[[], bool] | None = None,
+                 callbacks: StudentCallbacks | None = None) -> None:
         self._c, self._events, self._plan, self._left = consumer, events, plan, left
+        self._callbacks = callbacks or StudentCallbacks("consumer")  # raised as theirs
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._c, name)
+    def __getattr__(self, name: str) -> Any:  # close(), subscribe(): their callbacks
+        return self._callbacks.passing(name, getattr(self._c, name))
 
     def _record(self, msgs: list[Any]) -> list[Any]:
         got = False
@@ -142,18 +143,23 @@ class StudentConsumer:
         if not isinstance(num_messages, int) or not 1 <= num_messages <= MAX_BATCH:
             raise ValueError(f"num_messages={num_messages!r} is not accepted; expected a "
                              f"whole number from 1 to {MAX_BATCH} (the exercise's batch)")
+        return self._record(self._callbacks.served("consume", self._fetch, num_messages,
+                                                   timeout))
+
+    def _fetch(self, num_messages: int, timeout: float) -> list[Any]:
         if self._left is not None and not self._left():  # nothing left to get: a short
             # wait, serving what is due (an on_commit report), not the whole timeout
             short = (min(timeout, FILL_WAIT) if isinstance(timeout, (int, float))
                      and timeout >= 0 else FILL_WAIT)
-            return self._record(list(self._c.consume(num_messages, short)))
+            return list(self._c.consume(num_messages, short))
         msgs = list(self._c.consume(num_messages, timeout))
         while msgs and len(msgs) < num_messages and self._left is not None and self._left():
             msgs += self._c.consume(num_messages - len(msgs), FILL_WAIT)
-        return self._record(msgs)
+        return msgs
 
     def poll(self, timeout: float | None = None) -> Any:
-        msg = self._c.poll(timeout) if timeout is not None else self._c.poll()
+        msg = self._callbacks.served("poll", self._c.poll, *(
+            [] if timeout is None else [timeout]))
         self._record([msg])
         return msg
 
@@ -426,18 +432,6 @@ class StudentRaised(Exception):
     """The student's code raised: recorded, and the child exits with :data:`RAISED`."""
 
 
-def student_traceback(exc: BaseException, path: str) -> str:
-    """The traceback as the student needs it: the frames of their file, then the error.
-
-    The grader's own frames (the wrappers, the loop around a handler) are left out: the
-    student reads their mistake, not the lab's plumbing."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if Path(f.filename).resolve() == Path(path).resolve()]
-    lines = ["Traceback (your code):", *traceback.format_list(frames)] if frames else []
-    lines += traceback.format_exception_only(type(exc), exc)
-    return "".join(lines).rstrip()
-
-
 def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
     """Call the student's code; an exception becomes a ``raised`` event."""
     try:
@@ -449,7 +443,8 @@ def call_student(events: Events, path: str, fn: Callable, *args: Any) -> Any:
 
 def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
                 module: Any, running: Callable[[], bool], plan: KillPlan | None = None,
-                stall: Stall | None = None, payments: Payments | None = None) -> None:
+                stall: Stall | None = None, payments: Payments | None = None,
+                callbacks: StudentCallbacks = NONE_GIVEN) -> None:
     """The lab's own consumer loop around a student's per-message handler: poll a
     batch, call the handler for each message (with the database and a client of the
     run's payment service, ``spec["service"]``), then commit the batch's offsets.
@@ -470,6 +465,7 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
     handle = getattr(module, spec["function"])
     while running():
         msgs = [m for m in consumer.consume(MAX_BATCH, 0.5) if not m.error()]
+        call_student(events, path, callbacks.check, "consume")  # theirs, served in there
         for i, m in enumerate(msgs):
             value = _value_text(m.value())
             events.write("poll", values=[value] if value else [], topic=m.topic(),
@@ -555,7 +551,7 @@ def run(spec: dict[str, Any]) -> int:
     # loop's commit, held until its consumer's own timer has committed: zombie below).
     handler = spec.get("kind") == "handler"
     stall = Stall(events, int(spec["stall"])) if spec.get("stall") and handler else None
-    client_conf = dict(consumer_conf)
+    callbacks, lab_commit = StudentCallbacks("consumer"), None  # theirs: raised as theirs
     if auto_commits(consumer_conf):  # librdkafka's timer commits: seen as commits too
 
         def auto(err: KafkaError | None, offsets: list[TopicPartition]) -> None:
@@ -568,9 +564,9 @@ def run(spec: dict[str, Any]) -> int:
             if err is None and not plan.stores:  # a loop that stores: counted at its store
                 plan.after("commit")
 
-        client_conf["on_commit"] = auto
-        plan.auto_commit = True
-    consumer = Consumer(config(spec["bootstrap"], **client_conf))
+        lab_commit, plan.auto_commit = auto, True  # and theirs after it, if they gave one
+    consumer = Consumer(config(spec["bootstrap"], **callbacks.settings(consumer_conf,
+                                                                       lab_commit)))
     zombie = (TxnStall(events, int(spec["stall"]), timer_commit(
         consumer, spec["bootstrap"], consumer_conf, plan.stored))
         if spec.get("stall") and not handler else None)
@@ -616,20 +612,23 @@ def run(spec: dict[str, Any]) -> int:
                                           if k != "group.id"))
     try:
         if handler:
-            run_handler(spec, events, consumer, fn.module, running, plan, stall)
+            run_handler(spec, events, consumer, fn.module, running, plan, stall,
+                        callbacks=callbacks)
         else:
             call_student(events, spec["solution"], fn, StudentConsumer(
-                consumer, events, plan, left if spec.get("full_batches") else None),
-                         StudentProducer(producer, events, plan, zombie), spec["output"],
+                consumer, events, plan, left if spec.get("full_batches") else None,
+                callbacks), StudentProducer(producer, events, plan, zombie), spec["output"],
                          running)
+        events.write("end", counts=plan.counter.counts, detail="the loop returned")
+        try:
+            close_consumer(consumer)  # a close librdkafka never returns from: let go
+        except KafkaException:  # a stalled member the group fenced: nothing left to close
+            if not any(s is not None and s.fired for s in (stall, zombie)):
+                raise
+        # their on_revoke, or auto-commit's last on_commit, ran inside the lab's close
+        call_student(events, spec["solution"], callbacks.check, "close")
     except StudentRaised:
         return RAISED
-    events.write("end", counts=plan.counter.counts, detail="the loop returned")
-    try:
-        close_consumer(consumer)  # a close librdkafka never returns from: let go
-    except KafkaException:  # a stalled member the group fenced: nothing left to close
-        if not any(s is not None and s.fired for s in (stall, zombie)):
-            raise
     return 0
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +179,248 @@ def test_a_real_producers_flush_raises_the_students_error_not_the_clients_system
         p.flush(15)
     assert [e["outcome"] for e in read(tmp_path / "e.jsonl") if e["kind"] == "send"] == [
         "ok"]
+
+
+# --- the consumer's callbacks: CONSUMER_SETTINGS' and subscribe()'s ---------------------
+#
+# Each case runs the child's own run() in this process on librdkafka's mock cluster (or,
+# for the callbacks of a consumer that cannot connect, against a closed port), around a
+# hand-written student loop whose callback compares with None: a TypeError raised by C
+# code, which confluent-kafka 2.16.1 on Python 3.11 turns into the SystemError (and a
+# Python-raised one loses the callback's line): test_without_the_guard_... below.
+
+CLOSED = "127.0.0.1:1"  # nothing listens: librdkafka reports and logs refused connects
+
+LOOP = '''
+import time
+
+def consume_loop(consumer, producer, output_topic, running):
+    {subscribe}
+    slept = False
+    while running():
+        msgs = [m for m in consumer.consume(num_messages=10, timeout=0.5) if not m.error()]
+        for msg in msgs:
+            producer.produce(output_topic, msg.value(), key=msg.key())
+        producer.flush(10)
+        if msgs and not {auto}:
+            consumer.commit(asynchronous=False)
+        if msgs and {sleep} and not slept:  # past max.poll.interval.ms: the group moves on
+            time.sleep(2.5)
+            slept = True
+'''
+
+#: name: (CONSUMER_SETTINGS, subscribe() keyword or "", the callback's arguments,
+#: connects, and the calls that may serve it).
+CASES = {
+    "on_commit": ('{"enable.auto.commit": True, "auto.commit.interval.ms": 100, '
+                  '"on_commit": callback}', "", "err, partitions", True,
+                  ("consume", "close")),
+    "error_cb": ('{"error_cb": callback, "reconnect.backoff.ms": 10}', "", "err", False,
+                 ("consume",)),
+    "stats_cb": ('{"statistics.interval.ms": 100, "stats_cb": callback}', "", "text", True,
+                 ("consume", "close")),
+    "logger": ('{"logger": Logger(), "reconnect.backoff.ms": 10}', "", "level, *args",
+               False, ("consume",)),
+    "on_assign": ("{}", "on_assign", "consumer, partitions", True, ("consume",)),
+    "on_revoke": ("{}", "on_revoke", "consumer, partitions", True, ("close",)),
+    "on_lost": ('{"session.timeout.ms": 1000, "max.poll.interval.ms": 1000, '
+                '"heartbeat.interval.ms": 100}', "on_lost", "consumer, partitions", True,
+                ("consume", "close")),  # close: the loop may have ended by the next poll
+}
+
+
+def _source(name: str, topic: str, body: str) -> str:
+    settings, rebalance, params, _, _ = CASES[name]
+    args = params.split(", ")
+    if name == "logger":
+        head = "class Logger:\n    def log(self, level, *args):\n"
+        indent = "        "
+    else:
+        head = f"def callback({params}):\n"
+        indent = "    "
+    subscribe = (f"consumer.subscribe([{topic!r}], {rebalance}=callback)" if rebalance
+                 else "pass")
+    arg = {"logger": "level", "error_cb": "err.code()"}.get(name, args[0])
+    return (head + indent + body.format(arg=arg)
+            + f"\n\nCONSUMER_SETTINGS = {settings}\n"
+            + LOOP.format(subscribe=subscribe, auto=name == "on_commit",
+                          sleep=name == "on_lost"))
+
+
+RAISES = "return {arg} >= None  # raises"
+NOTES = "seen = open(__file__ + '.calls', 'a').write(repr({arg})[:40] + chr(10))"
+
+
+@pytest.fixture(scope="module")
+def mock():
+    """One mock cluster for these tests (it lives as long as the process): each test
+    has topics and a group of its own."""
+    cluster = _mock_cluster()
+    cluster.group_rebalance_delay(0)
+    return cluster
+
+
+def _run(tmp_path: Path, mock, name: str, body: str, timeout: float = 20):
+    from confluent_kafka import Producer
+
+    from deliverylab.grade import child
+
+    topic = f"in-{tmp_path.name}"
+    connects = CASES[name][3]
+    ends = {0: 0}
+    if connects:
+        mock.create_topic(topic, 2)
+        mock.create_topic(f"out-{tmp_path.name}")
+        p = Producer({"bootstrap.servers": mock.bootstrap})
+        for i in range(6):
+            p.produce(topic, encode("producer-0", i), b"k", partition=i % 2)
+        p.flush(10)
+        ends = {0: 3, 1: 3}
+    solution = tmp_path / "loop.py"
+    solution.write_text(_source(name, topic, body))
+    spec = {"solution": str(solution), "function": "consume_loop", "process": "stage-0",
+            "bootstrap": mock.bootstrap if connects else CLOSED, "input": topic,
+            "output": f"out-{tmp_path.name}", "group": f"g-{tmp_path.name}",
+            "events": str(tmp_path / "e.jsonl"), "ends": ends, "timeout": timeout,
+            "full_batches": False, "producer": {"linger.ms": 5},
+            "consumer": {"auto.offset.reset": "earliest", "enable.auto.commit": False}}
+    return child.run(spec), read(tmp_path / "e.jsonl"), solution
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_raising_consumer_callback_is_recorded_as_the_students_error(tmp_path, mock,
+                                                                      name):
+    code, events, solution = _run(tmp_path, mock, name, RAISES)
+    from deliverylab.grade.child import RAISED
+
+    assert code == RAISED
+    text = [e for e in events if e["kind"] == "raised"][-1]["detail"]
+    line = next(i for i, ln in enumerate(solution.read_text().splitlines(), 1)
+                if ln.endswith("# raises"))
+    assert f'loop.py", line {line}, in ' in text  # the callback's own line
+    assert "TypeError: '>=' not supported between instances of" in text
+    assert "SystemError" not in text and "child.py" not in text
+    label = "logger" if name in ("logger", "error_cb", "stats_cb") else f"{name} callback"
+    label = name if name in ("error_cb", "stats_cb") else label
+    calls = "|".join(CASES[name][4])
+    assert re.search(rf"raised in your {label}, which librdkafka called from inside "
+                     rf"consumer\.({calls})\(\)", text), text
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_consumer_callback_that_does_not_raise_changes_nothing(tmp_path, mock, name):
+    connects = CASES[name][3]
+    code, events, solution = _run(tmp_path, mock, name, NOTES, 20 if connects else 2)
+    assert code == 0 and not [e for e in events if e["kind"] == "raised"]
+    assert Path(str(solution) + ".calls").read_text().strip()  # it was called
+    if connects:  # the loop copied its input, and (auto-commit) the lab saw the commits
+        assert sum(e["kind"] == "send" and e["outcome"] == "ok" for e in events) >= 6
+        assert any(e["kind"] == "stopped" for e in events)
+    if name == "on_commit":
+        assert [e for e in events if e["kind"] == "commit" and e.get("how") == "auto"]
+    if not connects:  # it ran to its deadline, reporting and logging
+        assert any(e["kind"] == "deadline" for e in events)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="confluent-kafka restores a "
+                    "callback's exception whole on 3.12+ (PyErr_GetRaisedException)")
+@pytest.mark.parametrize("raised", ["c", "python"])
+def test_without_the_guard_confluent_kafka_mangles_a_rebalance_callbacks_error(mock,
+                                                                               raised):
+    """Why subscribe()'s callbacks are guarded too: through a bare Consumer on Python
+    3.11 a C-raised error comes out of consume() as the SystemError, and a Python-raised
+    one keeps its type but not a frame of the callback."""
+    from confluent_kafka import Consumer
+
+    topic = f"bare-{raised}"
+    mock.create_topic(topic)
+
+    def assigned(consumer, partitions):
+        if raised == "c":
+            return len(partitions) >= None
+        raise ValueError("mine")
+
+    c = Consumer({"bootstrap.servers": mock.bootstrap, "group.id": topic})
+    c.subscribe([topic], on_assign=assigned)
+    try:
+        with pytest.raises(Exception) as caught:
+            for _ in range(20):
+                c.consume(10, 0.5)
+    finally:
+        c.close()
+    if raised == "c":
+        assert caught.type is SystemError and "not a BaseException subclass" in str(
+            caught.value)
+    else:
+        assert caught.type is ValueError
+        assert "assigned" not in [f.name for f in traceback.extract_tb(caught.tb)]
+
+
+def test_throttle_cb_is_guarded_like_the_others():
+    """librdkafka's mock broker sends no throttle, so this callback is called by hand;
+    the consumer takes the guarded one (built here, never connected)."""
+    from confluent_kafka import Consumer
+
+    def throttled(event):
+        return event.throttle_time >= None
+
+    callbacks = StudentCallbacks("consumer")
+    conf = callbacks.settings({"throttle_cb": throttled})
+    Consumer({**conf, "group.id": "g"}).close()  # confluent-kafka accepts it
+    conf["throttle_cb"](type("ThrottleEvent", (), {"throttle_time": 0.5})())
+    with pytest.raises(TypeError, match="'>=' not supported") as caught:
+        callbacks.check("poll")
+    assert "your throttle_cb, which librdkafka called from inside consumer.poll()" in (
+        caught.value.__notes__[0])
+    assert "throttled" in [f.name for f in traceback.extract_tb(caught.tb)]
+    callbacks.check("poll")  # raised once
+
+
+def test_an_error_c_code_left_set_under_a_result_is_kept_too():
+    """confluent-kafka's KafkaError compared with None returns False and leaves a
+    TypeError set: the callback returns normally, the error still pending."""
+    callbacks = StudentCallbacks("consumer")
+    conf = callbacks.settings({"error_cb": lambda err: err == None})  # noqa: E711
+    conf["error_cb"](KafkaError(KafkaError._TRANSPORT))
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        callbacks.check("consume")
+
+
+def test_theirs_runs_after_the_labs_on_commit_not_instead():
+    got = []
+    conf = StudentCallbacks("consumer").settings(
+        {"on_commit": lambda err, offsets: got.append(("theirs", offsets))},
+        on_commit=lambda err, offsets: got.append(("lab", offsets)))
+    conf["on_commit"](None, [1])
+    assert got == [("lab", [1]), ("theirs", [1])]
+    assert StudentCallbacks().settings({}, on_commit=print)["on_commit"] is print
+
+
+def test_a_handlers_consumer_settings_callback_is_the_students_error(tmp_path):
+    """06: the lab's loop calls consume(); a callback of the student's
+    CONSUMER_SETTINGS that raised in there is recorded as theirs."""
+    import sqlite3
+
+    from deliverylab.grade.child import run_handler
+
+    solution = tmp_path / "handler.py"
+    solution.write_text("def on_error(err):\n    return err.code() >= None\n\n"
+                        "def handle(db, message_id, order, where, payments):\n    pass\n")
+    module = load_solution(str(solution), "handle").module
+    callbacks = StudentCallbacks("consumer")
+    conf = callbacks.settings({"error_cb": module.on_error})
+
+    class Failing:  # a consumer whose fetch serves a transport error report
+        def consume(self, n, timeout):
+            conf["error_cb"](KafkaError(KafkaError._TRANSPORT))
+            return []
+
+    sqlite3.connect(tmp_path / "db").close()
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    with pytest.raises(StudentRaised):
+        run_handler({"database": str(tmp_path / "db"), "function": "handle",
+                     "solution": str(solution)}, events, Failing(), module, lambda: True,
+                    payments=object(), callbacks=callbacks)
+    text = read(tmp_path / "e.jsonl")[-1]["detail"]
+    assert 'line 2, in on_error' in text and "TypeError" in text
+    assert "your error_cb, which librdkafka called from inside consumer.consume()" in text
