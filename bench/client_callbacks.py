@@ -134,6 +134,13 @@ class MockCluster:
         self._rdk.rd_kafka_mock_broker_push_request_error_rtts(
             self._mc, broker, PRODUCE_API, 1, ctypes.c_int(code), ctypes.c_int(0))
 
+    def slow_produce(self, count: int, rtt_ms: int, broker: int = 1) -> None:
+        """The broker answers its next ``count`` Produce requests (no error) only after
+        ``rtt_ms``: a client whose request timeout is shorter gives up on each."""
+        pairs = [v for _ in range(count) for v in (ctypes.c_int(0), ctypes.c_int(rtt_ms))]
+        self._rdk.rd_kafka_mock_broker_push_request_error_rtts(
+            self._mc, broker, PRODUCE_API, count, *pairs)
+
 
 def implicit_ack_settings() -> dict[str, Any]:
     """One message per batch, so the failed first batch is acked by the second's
@@ -277,11 +284,13 @@ def child(case: str) -> None:
 # --- the loop -------------------------------------------------------------------------
 
 
-def run_case(case: str, lib: str, timeout: float) -> dict[str, Any]:
+def run_case(case: str, lib: str, timeout: float, script: Path = HERE) -> dict[str, Any]:
+    """One case in a child process (``script --child case``): its result, or the signal
+    or exit that ended it with its stderr's tail."""
     env = {**os.environ, "PYTHONPATH": lib, "PYTHONFAULTHANDLER": "1"}
     started = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, str(HERE), "--child", case], env=env,
+        proc = subprocess.run([sys.executable, str(script), "--child", case], env=env,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"outcome": "hung", "seconds": timeout}
