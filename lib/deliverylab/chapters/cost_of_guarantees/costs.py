@@ -44,17 +44,7 @@ from ...modes import AT_LEAST_ONCE, AT_MOST_ONCE, IDEMPOTENT, TRANSACTIONAL, Del
 from ...notebook.progress import progress
 from ...waiting import wait_until
 from ...workload import Pipeline, ProducerWorkload
-from .stats import (
-    BASELINE,
-    PERCENTILES,
-    Trial,
-    percentile,
-    row_of,
-    shapes,
-    summarize,
-    text_table,
-    with_ratios,
-)
+from . import stats
 
 #: The measuring, which the kit re-exports beside :mod:`.stats`'s statistics and
 #: :mod:`.plots`'s figures (``kit.<name>``).
@@ -86,7 +76,7 @@ def variants(commit_intervals: Sequence[float] = (10, 100, 1000)) -> list[Varian
     plain = {"enable.idempotence": False}
     out = [Variant("acks=0", AT_MOST_ONCE, {**plain, "acks": "0", "retries": 0}),
            Variant("acks=1", AT_MOST_ONCE, {**plain, "acks": "1", "retries": 0}),
-           Variant(BASELINE, AT_LEAST_ONCE, dict(AT_LEAST_ONCE.producer)),
+           Variant(stats.BASELINE, AT_LEAST_ONCE, dict(AT_LEAST_ONCE.producer)),
            Variant("idempotent", IDEMPOTENT, dict(IDEMPOTENT.producer))]
     out += [Variant(f"txn {ms:g}ms", TRANSACTIONAL, dict(TRANSACTIONAL.producer), float(ms))
             for ms in commit_intervals]
@@ -342,19 +332,19 @@ def ctp(cluster: Any, source: str, values: int, variant: Variant, batch: int = 5
 class Costs:
     """What :func:`measure` found: every trial, and the medians as rows."""
 
-    trials: list[Trial]
+    trials: list[stats.Trial]
     params: dict[str, Any]
     seconds: float = 0.0
 
     @property
     def rows(self) -> list[dict[str, Any]]:
-        return with_ratios(summarize(self.trials))
+        return stats.with_ratios(stats.summarize(self.trials))
 
     def table(self) -> str:
-        return text_table(summarize(self.trials))
+        return stats.text_table(stats.summarize(self.trials))
 
     def shapes(self, size: int | None = None) -> dict[str, bool]:
-        return shapes(summarize(self.trials), size)
+        return stats.shapes(stats.summarize(self.trials), size)
 
     def to_pandas(self) -> Any:
         import pandas as pd
@@ -403,7 +393,7 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
                                               name, "a positive number"))
     chosen = variants(commit_intervals)
     if only is not None:
-        wanted = set(only) | {BASELINE}
+        wanted = set(only) | {stats.BASELINE}
         unknown = wanted - {v.name for v in chosen}
         if unknown:
             raise bad_value("only", sorted(unknown), "names among "
@@ -431,7 +421,7 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
               "brokers": cluster.brokers, "variants": [v.name for v in chosen]}
 
     bar = progress(steps, "measuring (round-robin)", widget=None if show_progress else False)
-    trials: list[Trial] = []
+    trials: list[stats.Trial] = []
     t_start = time.monotonic()
     try:
         for rep in range(reps):
@@ -442,15 +432,16 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
                                          settings)
                     acks, e2e = latency(bootstrap, topic, partitions, v, size,
                                         latency_seconds, rate, settings)
-                    trials.append(Trial(v.name, size, rep, "produce", n, secs,
-                                        {q: percentile(acks, q) for q in PERCENTILES},
-                                        {q: percentile(e2e, q) for q in PERCENTILES}))
+                    quantiles = stats.PERCENTILES
+                    trials.append(stats.Trial(v.name, size, rep, "produce", n, secs,
+                                              {q: stats.percentile(acks, q) for q in quantiles},
+                                              {q: stats.percentile(e2e, q) for q in quantiles}))
                     bar.update()
                 if ctp_values:
                     for v in ctp_variants:
                         n, secs = ctp(cluster, sources[size], ctp_values, v,
                                       settings={"linger.ms": linger_ms})
-                        trials.append(Trial(v.name, size, rep, "ctp", n, secs))
+                        trials.append(stats.Trial(v.name, size, rep, "ctp", n, secs))
                         bar.update()
     finally:
         bar.close()
@@ -463,11 +454,11 @@ def measure(cluster: Any, sizes: Sequence[int] = (1024,),
 PUBLISHED = (
     ("transactions committing every 100 ms, 1 KB records: throughput vs at-least-once",
      "Confluent, 'Transactions in Apache Kafka' (2017): ~3% lower", 0.97,
-     "txn 100ms", BASELINE, "records_s"),
+     "txn 100ms", stats.BASELINE, "records_s"),
     ("idempotent producer: throughput vs acks=all without idempotence",
      "KIP-679 (the Java producer's default since Kafka 3.0): 'won't have a significant "
      "performance impact'", 1.0,
-     "idempotent", BASELINE, "records_s"),
+     "idempotent", stats.BASELINE, "records_s"),
 )
 # No figure for acks=all vs acks=1 latency: the often-quoted "roughly doubles p95" has no
 # checkable source, and acks moves the *producer's* ack latency only -- a consumer reads
@@ -480,7 +471,8 @@ def published(rows: list[dict[str, Any]], size: int | None = None) -> list[dict[
     out = []
     for what, source, quoted, num, den, fig in PUBLISHED:
         try:
-            measured = row_of(rows, num, size=size)[fig] / row_of(rows, den, size=size)[fig]
+            measured = (stats.row_of(rows, num, size=size)[fig]
+                        / stats.row_of(rows, den, size=size)[fig])
         except (ValueError, KeyError, ZeroDivisionError):
             measured = None
         out.append({"what": what, "source": source, "published": quoted,
