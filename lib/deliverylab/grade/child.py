@@ -82,9 +82,6 @@ class KillPlan:
                  cycle: tuple[str, ...] | list[str] = (), fault: str = "crash_consumer") -> None:
         self.events, self.fault = events, fault
         self.counter = CallCounter(cycle, point)
-        #: Explicit commits whose on_commit callback librdkafka still owes (an auto-commit
-        #: consumer's callback also reports them: counted once, by the wrapper).
-        self.owed_callbacks = 0
         #: Auto-commit is on, and how many times the loop stored offsets: with auto-commit
         #: a store is the loop's offset commit (the timer sends what was stored), counted
         #: when the call returns; the timer's reports are then no boundary of the loop's
@@ -184,7 +181,6 @@ class StudentConsumer:
             self._events.write("commit", outcome="fail", detail=what, error=str(exc))
             raise
         self._events.write("commit", outcome="ok", detail=what)
-        self._plan.owed_callbacks += 1
         self._plan.after("commit")
         return result
 
@@ -555,9 +551,9 @@ def run(spec: dict[str, Any]) -> int:
     if auto_commits(consumer_conf):  # librdkafka's timer commits: seen as commits too
 
         def auto(err: KafkaError | None, offsets: list[TopicPartition]) -> None:
-            if plan.owed_callbacks > 0:  # the report of a commit() already recorded
-                plan.owed_callbacks -= 1
-                return
+            # Only the timer's and close()'s commits come here: confluent-kafka's
+            # synchronous commit() (every commit of StudentConsumer) answers through a
+            # callback of its own (Consumer.c, rd_kafka_commit_queue), never on_commit.
             events.write("commit", outcome="ok" if err is None else "fail", how="auto",
                          detail=_offsets_text([tp for tp in offsets if tp.offset >= 0]),
                          error=str(err) if err is not None else None)

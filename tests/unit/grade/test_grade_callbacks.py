@@ -424,3 +424,56 @@ def test_a_handlers_consumer_settings_callback_is_the_students_error(tmp_path):
     text = read(tmp_path / "e.jsonl")[-1]["detail"]
     assert 'line 2, in on_error' in text and "TypeError" in text
     assert "your error_cb, which librdkafka called from inside consumer.consume()" in text
+
+
+MIXED = '''
+import time
+
+CONSUMER_SETTINGS = {"enable.auto.commit": True, "auto.commit.interval.ms": 1000}
+
+def consume_loop(consumer, producer, output_topic, running):
+    batches = 0
+    while running():
+        msgs = [m for m in consumer.consume(num_messages=3, timeout=0.5) if not m.error()]
+        if msgs and batches == 0:
+            consumer.commit(asynchronous=False)  # the first batch by hand, at once
+        for msg in msgs:
+            producer.produce(output_topic, msg.value(), key=msg.key())
+        producer.flush(10)
+        if msgs:
+            batches += 1
+            time.sleep(1.3)  # a timer's turn: nothing new after the first batch
+            consumer.consume(num_messages=1, timeout=0.3)  # serves the timer's report
+'''
+
+
+def test_timer_commits_after_an_explicit_commit_are_recorded(tmp_path, mock):
+    """confluent-kafka's synchronous commit() never calls on_commit (it takes its own
+    return callback: Consumer.c's commit_queue), and the grader's commits are all
+    synchronous: a timer commit after one must still be recorded, not taken for the
+    explicit commit's report."""
+    from confluent_kafka import Producer
+
+    from deliverylab.grade import child
+
+    topic = f"in-{tmp_path.name}"
+    mock.create_topic(topic, 1)
+    mock.create_topic(f"out-{tmp_path.name}")
+    p = Producer({"bootstrap.servers": mock.bootstrap})
+    for i in range(6):
+        p.produce(topic, encode("producer-0", i), b"k", partition=0)
+    p.flush(10)
+    solution = tmp_path / "loop.py"
+    solution.write_text(MIXED)
+    spec = {"solution": str(solution), "function": "consume_loop", "process": "stage-0",
+            "bootstrap": mock.bootstrap, "input": topic, "output": f"out-{tmp_path.name}",
+            "group": f"g-{tmp_path.name}", "events": str(tmp_path / "e.jsonl"),
+            "ends": {0: 6}, "timeout": 20, "full_batches": False,
+            "producer": {"linger.ms": 5}, "consumer": {"auto.offset.reset": "earliest"}}
+    assert child.run(spec) == 0
+    events = read(tmp_path / "e.jsonl")
+    loop = events[:next(i for i, e in enumerate(events) if e["kind"] == "stopped")]
+    commits = [e for e in loop if e["kind"] == "commit"]  # before close()'s own commit
+    assert [e.get("how") for e in commits][:1] == [None], commits  # the explicit one
+    assert [e["detail"].rsplit("@", 1)[1] for e in commits
+            if e.get("how") == "auto" and e["outcome"] == "ok"] == ["6"], commits
