@@ -27,6 +27,15 @@ from .runner import Run
 EXCERPT_LINES = 14
 
 
+def last_words(text: str) -> str:
+    """The last line of an error that says what happened: a traceback's last line, not
+    the note a kept callback error carries after it ("(raised in your on_commit callback,
+    which ...)", :mod:`~deliverylab.grade.callbacks`)."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    said = [ln for ln in lines if not ln.lstrip().startswith("(")]
+    return (said or lines or [""])[-1]
+
+
 @dataclass
 class Cell:
     """One fault x property cell over the seeds."""
@@ -236,7 +245,7 @@ class Report:
     def unjudged(self) -> list[dict[str, Any]]:
         """Each cell not judged (and not failed): why, per run."""
         return [{"fault": c.fault, "property": c.prop.name,
-                 "runs": [f"{r.label}: {(r.reason or r.state).splitlines()[-1]}"
+                 "runs": [f"{r.label}: {last_words(r.reason or r.state)}"
                           for r in c.unjudged]}
                 for c in self.cells() if c.state == "not judged"]
 

@@ -189,3 +189,16 @@ def test_a_spark_commit_labelled_with_its_batch_covers_the_reads_before_its_offs
     op = Op("driver-0", "commit", "ok", 1.0, detail="commits/3 in-x/0@12,in-x/1@9")
     assert _covers(op, "in-x", 0, 11) and _covers(op, "in-x", 1, 8)
     assert not _covers(op, "in-x", 0, 12) and not _covers(op, "in-x", 2, 0)
+
+
+def test_a_runs_reason_is_its_errors_last_line_not_a_callbacks_note():
+    from deliverylab.grade.report import last_words
+
+    kept = ("Traceback (most recent call last):\n  File \"loop.py\", line 7, in report\n"
+            "AttributeError: 'NoneType' object has no attribute 'code'\n"
+            "(raised in your on_commit callback, which librdkafka called from inside "
+            "consumer.close())\n")
+    assert last_words(kept) == "AttributeError: 'NoneType' object has no attribute 'code'"
+    assert last_words("timed out\n") == "timed out"
+    assert last_words("(only a note)") == "(only a note)"
+    assert last_words("") == ""
