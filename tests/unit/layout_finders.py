@@ -1,6 +1,6 @@
 """What ``tests/unit/test_layout.py`` reads from the source: the import graph, its
-circles, hand-written wait loops, hand-made read-backs, JSON-lines appenders, and the
-imports of a notebook.
+circles, hand-written wait loops, hand-made read-backs, JSON-lines appenders, the
+imports of a notebook, and the processes started by hand.
 
 Why apart from the test: these finders are code with tests of their own (each is run on
 hand-written source in ``test_layout.py``, so a finder that finds nothing cannot pass a
@@ -349,3 +349,22 @@ def chapter_imports(code: str) -> list[str]:
                 "deliverylab.chapters" in node.value):
             out.append(f"the string {node.value!r}")
     return out
+
+
+# --- rule 9: child processes started by hand ----------------------------------------
+
+
+def popens_in(tree: ast.AST, where: str) -> dict[str, int]:
+    """``where:qualname`` -> line of each function of ``tree`` that calls
+    ``subprocess.Popen`` (under any name it was imported as)."""
+    names = aliases(tree)
+    return {f"{where}:{scope}": node.lineno for scope, node in scoped(tree)
+            if isinstance(node, ast.Call) and called(node, names) == "subprocess.Popen"}
+
+
+def popens() -> dict[str, int]:
+    """:func:`popens_in` over the package, keyed ``module:qualname``."""
+    found: dict[str, int] = {}
+    for path in sorted(LIB.rglob("*.py")):
+        found.update(popens_in(ast.parse(path.read_text(), str(path)), module_name(path)[0]))
+    return found

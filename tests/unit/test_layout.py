@@ -37,6 +37,7 @@ RULES = (
     "No module over 650 lines",
     "One op log",
     "One kit per chapter",
+    "One way to start a child process",
 )
 
 GROUND = {"errors", "values", "history", "checker", "modes", "faults", "waiting"}
@@ -46,7 +47,7 @@ GRAPH = F.graph()
 
 
 def test_the_map_lists_the_rules_the_test_checks():
-    """Rules 1-8: the map's numbered rules are RULES, and every test here names one."""
+    """Rules 1-9: the map's numbered rules are RULES, and every test here names one."""
     text = MAP.read_text()
     section = text.split("## The rules that hold the house together", 1)[1].split("\n## ", 1)[0]
     assert re.findall(r"^(\d+)\. \*\*(.+?)\*\*", section, re.M) == [
@@ -63,7 +64,7 @@ def test_the_map_lists_the_rules_the_test_checks():
         named.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
     assert not unnamed, f"tests whose docstring names no rule ('Rule N: ...'): {unnamed}"
     assert named == set(range(1, len(RULES) + 1)), "a rule no test checks"
-    assert f"checks all {len(RULES)} from the source" in text.replace("eight", "8")
+    assert f"checks all {len(RULES)} from the source" in text.replace("nine", "9")
 
 
 # --- rules 1-3: the import graph ------------------------------------------------------
@@ -547,3 +548,52 @@ def test_the_notebook_import_finder_sees_every_way_into_chapters():
         "deliverylab.chapters.kafka_bugs as kb",
         "deliverylab.chapters.transactions.zombie:instance as instance",
         "the string 'deliverylab.chapters.side_effects'"]
+
+
+# --- rule 9: one way to start a child process ----------------------------------------
+
+#: Functions in lib/ that start a process with ``subprocess.Popen`` themselves, each with
+#: why. Keyed "module:qualname".
+NOT_CHILDREN = {
+    "process.children:start_reaper": "the reaper itself: what Children.start tells about "
+                                     "its children",
+    "process.children:Children.start": "the one way",
+    "cluster.local:LocalBackend._format": "Kafka's storage tool, run to its end and "
+                                          "waited for by the caller, before any broker",
+    "cluster.local:LocalBackend.launch": "a broker JVM: the Cluster tells the reaper its "
+                                         "pid (on_launch) and keeps its own log per node",
+    "proxy.proxy:_Child.__init__": "the proxy engine: its stdin and stdout are the command "
+                                   "channel, and it exits on its stdin's EOF however this "
+                                   "process dies (no reaper needed)",
+    "classroom.sizing.measure:Child.__init__": "a measured stack: its stdout is read "
+                                               "line by line for the marks the "
+                                               "measurement times, and it is waited for",
+    "chapters.kafka_bugs.reproductions:java_stale_end_txn": "Kafka's Java producer tool, "
+                                                            "its output read to its end "
+                                                            "(communicate) within the call",
+}
+
+
+def test_every_child_process_starts_through_children():
+    """Rule 9: no function in lib/ calls subprocess.Popen but Children.start and the
+    named NOT_CHILDREN; a stale entry fails."""
+    # A bare Popen has no process group, no reaper and no log tail in its error: a
+    # kernel that dies leaves it running. Children.start is the one place for that.
+    found = F.popens()
+    assert "process.children:Children.start" in found  # the finder sees the one it must
+    broken = [f"{where} (line {line}): starts a process with subprocess.Popen; use "
+              "process.children.Children.start, or name it in NOT_CHILDREN with why"
+              for where, line in found.items() if where not in NOT_CHILDREN]
+    assert not broken, broken
+    stale = sorted(set(NOT_CHILDREN) - set(found))
+    assert not stale, f"NOT_CHILDREN names functions that start no process: {stale}"
+
+
+def test_the_popen_finder_sees_every_name_of_popen():
+    """Rule 9: the finder sees Popen however imported, and passes run() and others'."""
+    src = ("import subprocess\nimport subprocess as sp\nfrom subprocess import Popen as P\n"
+           "def a():\n    subprocess.Popen(['x'])\n"
+           "class B:\n    def c(self):\n        sp.Popen(['x'])\n"
+           "def d():\n    P(['x'])\n"
+           "def e():\n    subprocess.run(['x']); other.Popen(['x'])\n")
+    assert F.popens_in(ast.parse(src), "m") == {"m:a": 5, "m:B.c": 8, "m:d": 10}
