@@ -305,43 +305,48 @@ def run_case(case: str, lib: str, timeout: float, script: Path = HERE) -> dict[s
     return {**json.loads(lines[-1][len("RESULT "):]), "seconds": seconds}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def loop_arguments(doc: str, cases: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The options of a bench that runs cases in child processes N times, under load:
+    this one and ``txn_abort_race.py`` (which adds its own)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("-n", "--iterations", type=int, default=50)
     ap.add_argument("--load", type=int, default=0, metavar="HOGS",
                     help="CPU hogs (stress-ng --cpu HOGS) running meanwhile; issue 41: 2")
-    ap.add_argument("--lib", default=str(HERE.parents[1] / "lib"),
-                    help="where deliverylab is imported from (/work/main/lib: before)")
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default=",".join(cases))
     ap.add_argument("--timeout", type=float, default=60.0, help="per child, seconds")
-    ap.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        return child(args.child)
-    cases = [c for c in args.cases.split(",") if c]
-    unknown = sorted(set(cases) - set(CASES))
+    ap.add_argument("--child", choices=cases, help=argparse.SUPPRESS)
+    return ap
+
+
+def chosen_cases(args: argparse.Namespace, cases: tuple[str, ...]) -> list[str]:
+    """The cases ``--cases`` names, or one line saying what is accepted."""
+    chosen = [c for c in args.cases.split(",") if c]
+    unknown = sorted(set(chosen) - set(cases))
     if unknown or args.iterations < 1:
         raise SystemExit(f"bad --cases {unknown} or -n {args.iterations}: cases are "
-                         f"{', '.join(CASES)}, -n a whole number >= 1")
+                         f"{', '.join(cases)}, -n a whole number >= 1")
+    return chosen
+
+
+def client_version() -> str:
+    """confluent-kafka's version (a tuple before 2.x)."""
     client = confluent_kafka.version()
-    client = client[0] if isinstance(client, tuple) else client  # a tuple before 2.x
-    print(f"confluent-kafka {client}, librdkafka "
-          f"{confluent_kafka.libversion()[0]}, Python {sys.version.split()[0]}; "
-          f"deliverylab from {args.lib}")
-    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"{args.load} CPU hog(s)")
+    return client[0] if isinstance(client, tuple) else client
+
+
+def run_loop(args: argparse.Namespace, cases: list[str], lib: str,
+             script: Path = HERE) -> dict[str, list[dict[str, Any]]]:
+    """Every case ``args.iterations`` times, each in a child of ``script``, beside
+    ``args.load`` CPU hogs: each case's results in order (progress every 10)."""
     from cpu_load import start_load  # bench/, beside this script (tests load it alone)
 
     hogs = start_load(args.load)
-    counts: dict[str, Counter] = {c: Counter() for c in cases}
-    examples: dict[tuple[str, str], dict[str, Any]] = {}
+    results: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
     t0 = time.monotonic()
     try:
         for i in range(args.iterations):
             for case in cases:
-                result = run_case(case, args.lib, args.timeout)
-                counts[case][result["outcome"]] += 1
-                examples.setdefault((case, result["outcome"]), result)
+                results[case].append(run_case(case, lib, args.timeout, script))
             if (i + 1) % 10 == 0 or i + 1 == args.iterations:
                 print(f"  {i + 1}/{args.iterations} iterations, load average "
                       f"{os.getloadavg()[0]:.2f}", flush=True)
@@ -351,6 +356,29 @@ def main() -> None:
             hogs.wait(10)
     print(f"\n{args.iterations} iterations in {time.monotonic() - t0:.0f} s; load average "
           f"at end: {os.getloadavg()[0]:.2f}")
+    return results
+
+
+def main() -> None:
+    ap = loop_arguments(__doc__, CASES)
+    ap.add_argument("--lib", default=str(HERE.parents[1] / "lib"),
+                    help="where deliverylab is imported from (/work/main/lib: before)")
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child)
+    cases = chosen_cases(args, CASES)
+    client = client_version()
+    print(f"confluent-kafka {client}, librdkafka "
+          f"{confluent_kafka.libversion()[0]}, Python {sys.version.split()[0]}; "
+          f"deliverylab from {args.lib}")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+          f"{args.load} CPU hog(s)")
+    results = run_loop(args, cases, args.lib)
+    counts = {c: Counter(r["outcome"] for r in results[c]) for c in cases}
+    examples: dict[tuple[str, str], dict[str, Any]] = {}
+    for case in cases:
+        for result in results[case]:
+            examples.setdefault((case, result["outcome"]), result)
     for case in cases:
         row = ", ".join(f"{k}: {v}" for k, v in counts[case].most_common())
         print(f"  {case:9s} {row}")

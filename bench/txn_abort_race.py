@@ -34,16 +34,20 @@ the window between the two steps; two CPU hogs widen it further.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from client_callbacks import MockCluster, run_case
+from client_callbacks import (
+    MockCluster,
+    chosen_cases,
+    client_version,
+    loop_arguments,
+    run_loop,
+)
 
 CASES = ("abort", "lab")
 TOPIC = "bench-abort-race"
@@ -94,55 +98,26 @@ def child(name: str) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("-n", "--iterations", type=int, default=50)
-    ap.add_argument("--load", type=int, default=0, metavar="HOGS",
-                    help="CPU hogs (stress-ng --cpu HOGS) running meanwhile; issue 41: 2")
+    ap = loop_arguments(__doc__, CASES)
     ap.add_argument("--debug", action="store_true",
                     help="librdkafka debug logging eos,msg (widens the window)")
-    ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--timeout", type=float, default=60.0, help="per child, seconds")
-    ap.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args.child)
-    cases = [c for c in args.cases.split(",") if c]
-    unknown = sorted(set(cases) - set(CASES))
-    if unknown or args.iterations < 1:
-        raise SystemExit(f"bad --cases {unknown} or -n {args.iterations}: cases are "
-                         f"{', '.join(CASES)}, -n a whole number >= 1")
+    cases = chosen_cases(args, CASES)
     if args.debug:
         os.environ["RACE_DEBUG"] = "1"
     import confluent_kafka
-    from cpu_load import start_load
 
     lib = str(Path(__file__).resolve().parents[1] / "lib")
-    client = confluent_kafka.version()
-    client = client[0] if isinstance(client, tuple) else client
-    print(f"confluent-kafka {client}, librdkafka "
+    print(f"confluent-kafka {client_version()}, librdkafka "
           f"{confluent_kafka.libversion()[0]}, Python {sys.version.split()[0]}; "
           f"{args.load} CPU hog(s), debug {'on' if args.debug else 'off'}")
-    hogs = start_load(args.load)
-    counts: dict[str, Counter] = {c: Counter() for c in cases}
-    tails: dict[tuple[str, str], str] = {}
-    reports: dict[str, Any] = {}  # the first delivery reports of each case
-    t0 = time.monotonic()
-    try:
-        for i in range(args.iterations):
-            for name in cases:
-                result = run_case(name, lib, args.timeout, Path(__file__).resolve())
-                counts[name][result["outcome"]] += 1
-                reports.setdefault(name, result.get("reports"))
-                if "tail" in result:
-                    tails.setdefault((name, result["outcome"]), result["tail"])
-            if (i + 1) % 10 == 0 or i + 1 == args.iterations:
-                print(f"  {i + 1}/{args.iterations} iterations, load average "
-                      f"{os.getloadavg()[0]:.2f}", flush=True)
-    finally:
-        if hogs is not None:
-            hogs.terminate()
-            hogs.wait(10)
-    print(f"\n{args.iterations} iterations in {time.monotonic() - t0:.0f} s")
+    results = run_loop(args, cases, lib, Path(__file__).resolve())
+    counts = {c: Counter(r["outcome"] for r in results[c]) for c in cases}
+    reports = {c: results[c][0].get("reports") for c in cases}  # the first run's reports
+    tails = {(c, r["outcome"]): r["tail"] for c in cases for r in reversed(results[c])
+             if "tail" in r}
     for name in cases:
         print(f"  {name:6s} " + ", ".join(f"{k}: {v}" for k, v in counts[name].most_common())
               + f"  (first delivery reports: {reports.get(name)})")
