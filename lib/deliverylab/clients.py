@@ -249,8 +249,9 @@ def wait_transaction_failed(producer: Producer, client_id: str, seen: int,
     message may run its whole abort in between -- the transaction back to Ready -- and
     the late mark is then a transition librdkafka asserts against ("BUG: Invalid
     transaction state transition attempted: Ready -> AbortableError"): SIGABRT, the
-    Python process gone (chapter 09's late write, twice in CI, 1 in 20 on a loaded
-    machine). Whoever aborts a transaction whose message is timing out flushes until
+    Python process gone (chapter 09's late write: once in CI, within 99 s of a loop
+    beside two CPU hogs; ``bench/txn_abort_race.py`` shows it without the lab). Whoever
+    aborts a transaction whose message is timing out flushes until
     its delivery report came, then waits here; the abort then starts from
     AbortableError, a valid transition. A raising wait: no mark, no abort.
     """
