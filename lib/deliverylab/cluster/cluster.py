@@ -274,7 +274,9 @@ class Cluster:
                     self.states[node_id] = "dead"
                     log = self.backend.log_path(node_id)
                     text = tail(log, 25)
-                    if "Address already in use" in text:
+                    # The bind error heads a stack trace of 30+ lines and the shutdown
+                    # that follows it: looked for further up than the tail shown.
+                    if "Address already in use" in tail(log, 400):
                         raise PortTaken(
                             f"node {node_id} could not bind its port (taken by another "
                             "process); start again to pick other ports", log=log,

@@ -58,3 +58,28 @@ def test_a_given_folder_is_not_retried(tmp_path):
     with pytest.raises(PortTaken):
         cluster._start()
     assert len(seen) == 1
+
+
+def test_a_bind_error_far_above_the_logs_tail_is_still_a_taken_port(tmp_path):
+    """Seen in a cold run: Kafka's 'Address already in use' heads a long stack trace
+    and the shutdown after it, 60 lines above the log's end; the start is retried on
+    other ports, not failed as a broker that exited."""
+    log = tmp_path / "broker.log"
+    log.write_text("ERROR Socket server failed to bind to 127.0.0.1:40001: Address "
+                   "already in use.\n" + "\tat java.base/sun.nio.ch.Net.bind0\n" * 40
+                   + "INFO [ControllerServer id=1] shutting down\n" * 20)
+
+    class Exited:
+        def exit_code(self, node_id: int) -> int:
+            return 1
+
+        def log_path(self, node_id: int):
+            return log
+
+    cluster = Cluster(brokers=1)
+    cluster.backend, cluster.states = Exited(), {1: "up"}
+    try:
+        with pytest.raises(PortTaken, match="could not bind its port"):
+            cluster._check_alive()
+    finally:
+        cluster.workdir.rmdir()
