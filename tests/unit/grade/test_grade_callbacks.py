@@ -429,7 +429,15 @@ def test_a_handlers_consumer_settings_callback_is_the_students_error(tmp_path):
 MIXED = '''
 import time
 
-CONSUMER_SETTINGS = {"enable.auto.commit": True, "auto.commit.interval.ms": 1000}
+seen = []  # the offsets of every on_commit report: the lab records first, then this
+
+
+def reported(err, partitions):
+    seen.extend(tp.offset for tp in partitions)
+
+
+CONSUMER_SETTINGS = {"enable.auto.commit": True, "auto.commit.interval.ms": 1000,
+                     "on_commit": reported}
 
 def consume_loop(consumer, producer, output_topic, running):
     batches = 0
@@ -442,8 +450,10 @@ def consume_loop(consumer, producer, output_topic, running):
         producer.flush(10)
         if msgs:
             batches += 1
-            time.sleep(1.3)  # a timer's turn: nothing new after the first batch
-            consumer.consume(num_messages=1, timeout=0.3)  # serves the timer's report
+        if batches == 2:  # the second batch is the timer's: served until it reported
+            deadline = time.monotonic() + 10
+            while 6 not in seen and time.monotonic() < deadline:
+                consumer.consume(num_messages=1, timeout=0.2)
 '''
 
 
@@ -474,6 +484,10 @@ def test_timer_commits_after_an_explicit_commit_are_recorded(tmp_path, mock):
     events = read(tmp_path / "e.jsonl")
     loop = events[:next(i for i, e in enumerate(events) if e["kind"] == "stopped")]
     commits = [e for e in loop if e["kind"] == "commit"]  # before close()'s own commit
-    assert [e.get("how") for e in commits][:1] == [None], commits  # the explicit one
-    assert [e["detail"].rsplit("@", 1)[1] for e in commits
-            if e.get("how") == "auto" and e["outcome"] == "ok"] == ["6"], commits
+    explicit = [i for i, e in enumerate(commits) if e.get("how") is None]
+    assert explicit, commits  # the first batch's, by hand
+    # The timer's commit of the second batch, after it: recorded, not taken for a report
+    # the explicit commit never gets (a timer commit before it, on a slow machine, is
+    # recorded too and changes nothing here).
+    assert any(e.get("how") == "auto" and e["outcome"] == "ok" and e["detail"].endswith("@6")
+               for e in commits[explicit[0] + 1:]), commits
