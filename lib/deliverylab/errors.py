@@ -7,7 +7,13 @@ on the exception so a notebook can show it.
 
 from __future__ import annotations
 
+import functools
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import ParamSpec
+
+P = ParamSpec("P")
 
 
 class LabError(RuntimeError):
@@ -75,3 +81,24 @@ class QuorumLost(LabError):
 
 class QuorumWarning(UserWarning):
     """A fault took the controller quorum away, as asked: failovers wait until it is back."""
+
+
+def command_failed(name: str, exc: Exception, code: int = 1) -> int:
+    """Say why a command-line run failed, in one line on stderr (``name: message``), and
+    give its exit code: a person at a terminal reads the lab's message, not a traceback."""
+    print(f"{name}: {exc}", file=sys.stderr)
+    return code
+
+
+def command(name: str, code: int = 1) -> Callable[[Callable[P, int]], Callable[P, int]]:
+    """Wrap a ``main()`` whose every ``LabError`` ends the run: the error becomes
+    :func:`command_failed`'s one line and ``code``, so each command says it one way."""
+    def wrap(main: Callable[P, int]) -> Callable[P, int]:
+        @functools.wraps(main)
+        def run(*args: P.args, **kwargs: P.kwargs) -> int:
+            try:
+                return main(*args, **kwargs)
+            except LabError as exc:
+                return command_failed(name, exc, code)
+        return run
+    return wrap

@@ -30,7 +30,7 @@ from typing import Any
 
 from . import checker as C
 from .cluster import Cluster
-from .errors import BadValue, bad_value
+from .errors import BadValue, bad_value, command_failed
 from .faults import check_names
 from .modes import MODES
 from .modes import mode as get_mode
@@ -352,8 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             Scenario("AT_LEAST_ONCE", "none", values=args.spark_values, stage="spark",
                      max_offsets=args.max_offsets)
     except BadValue as exc:
-        print(f"matrix: {exc}", file=sys.stderr)
-        return 2
+        return command_failed("matrix", exc, 2)
     t0 = time.monotonic()
 
     def progress(run: RunResult, i: int, total: int) -> None:

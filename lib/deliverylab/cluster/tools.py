@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError, bad_value
+from ..errors import LabError, bad_value, command_failed
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java, record_archive, temp_opts
 
@@ -164,8 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cmd = java_command(argv[0], *argv[1:])
     except LabError as exc:
-        print(f"{argv[0]}: {exc}", file=sys.stderr)
-        return 1
+        return command_failed(argv[0], exc)
     sys.stdout.flush()
     os.execv(cmd[0], cmd)
     return 1  # not reached

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import LabError
+from ..errors import LabError, command_failed
 from . import grade
 from .exercises import EXERCISES
 
@@ -45,8 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         report = grade(args.exercise, args.solution, seeds=args.seeds, faults=args.fault,
                        seed_list=args.seed, out=args.json, points=args.point)
     except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return command_failed("error", exc, 2)
     if args.plots is not None:
         args.plots.mkdir(parents=True, exist_ok=True)
         for f in report.failures():

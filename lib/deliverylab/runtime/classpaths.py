@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import JarsUnavailable, LabError, bad_value
+from ..errors import JarsUnavailable, bad_value, command
 from .download import fill
 from .jars import (
     COMPONENTS,
@@ -84,6 +84,7 @@ def spark_connector_jars(fetch: bool = True) -> list[Path]:
 # --- the maintainer command: regenerate the pins with Maven -----------------------------
 
 
+@command("classpaths")
 def main(argv: list[str] | None = None) -> int:
     """``python -m deliverylab.runtime.classpaths NAME``: print a component's classpath."""
     args = sys.argv[1:] if argv is None else argv
@@ -91,11 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: python -m deliverylab.runtime.classpaths {{{','.join(COMPONENTS)}}}",
               file=sys.stderr)
         return 2
-    try:
-        print(os.pathsep.join(str(p) for p in classpath(args[0])))
-    except LabError as exc:
-        print(f"classpaths: {exc}", file=sys.stderr)
-        return 1
+    print(os.pathsep.join(str(p) for p in classpath(args[0])))
     return 0
 
 

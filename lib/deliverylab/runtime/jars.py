@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import LabError, bad_value
+from ..errors import LabError, bad_value, command
 
 KAFKA_VERSION = "4.1.1"
 SCALA_BINARY = "2.13"
@@ -279,6 +279,7 @@ def lock(names: list[str] | None = None, path: Path | None = None) -> dict:
     return data
 
 
+@command("jars")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m deliverylab.runtime.jars",
@@ -289,17 +290,13 @@ def main(argv: list[str] | None = None) -> int:
     lk.add_argument("components", nargs="*", help="default: all")
     sub.add_parser("sizes", help="download size of each component")
     args = parser.parse_args(argv)
-    try:
-        if args.cmd == "lock":
-            lock(args.components or None)
-        else:
-            for name in COMPONENTS:
-                jars = pinned(name)
-                print(f"{name:<12} {len(jars):>3} jar(s) "
-                      f"{sum(j.size for j in jars) / 1024**2:7.1f} MB  {COMPONENTS[name].what}")
-    except LabError as exc:
-        print(f"jars: {exc}", file=sys.stderr)
-        return 1
+    if args.cmd == "lock":
+        lock(args.components or None)
+    else:
+        for name in COMPONENTS:
+            jars = pinned(name)
+            print(f"{name:<12} {len(jars):>3} jar(s) "
+                  f"{sum(j.size for j in jars) / 1024**2:7.1f} MB  {COMPONENTS[name].what}")
     return 0
 
 

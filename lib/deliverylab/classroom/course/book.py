@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import bad_value
+from ...errors import bad_value, command_failed
 from ...notebook import figures
 from ...notebook.chapter import CHAPTER_CLAIMS, chapter_names
 from .guides import Guide, copy_images, find_guides, guide_page
@@ -603,8 +603,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = build(args.source, args.out, args.chapters, args.labs, args.docs)
     except ValueError as exc:  # bad_value: one line naming the bad value
-        print(f"book: {exc}", file=sys.stderr)
-        return 2
+        return command_failed("book", exc, 2)
     print(report.summary())
     return 0
 

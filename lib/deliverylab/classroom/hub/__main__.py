@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...errors import LabError
+from ...errors import LabError, command_failed
 from ..sizing.plan import default_mem_limit_gb
 from .host import ROOT, install_proxy, prepare_cache
 from .hub import Hub, stop_everything
@@ -104,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             prepare_cache(Path(settings.cache))
         hub = Hub(settings).start()
     except LabError as exc:
-        print(f"classroom: {exc}", file=sys.stderr)
-        return 2
+        return command_failed("classroom", exc, 2)
     how = (f"a container of {settings.image} each" if settings.spawner == "docker"
            else "a Unix user each")
     login = (f"with their own passwords: print {sheet} (0600; new for "

@@ -38,7 +38,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from ...errors import LabError
+from ...errors import LabError, command
 from ...runtime import jars
 from ...runtime.download import fill
 
@@ -186,6 +186,7 @@ def install(src: Path, images: bool = False) -> list[str]:
     return installed
 
 
+@command("bundle failed")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deliverylab.classroom.setup.bundle")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -199,14 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     ins.add_argument("src", type=Path)
     ins.add_argument("--images", action="store_true", help="docker load the broker image")
     args = parser.parse_args(argv)
-    try:
-        if args.cmd == "make":
-            make(args.dest, args.platform, args.python_version, args.with_image)
-        else:
-            install(args.src, args.images)
-    except LabError as exc:
-        print(f"bundle failed: {exc}", file=sys.stderr)
-        return 1
+    if args.cmd == "make":
+        make(args.dest, args.platform, args.python_version, args.with_image)
+    else:
+        install(args.src, args.images)
     return 0
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 
 from ...cluster import tools
-from ...errors import LabError
+from ...errors import command
 from ...runtime import jars
 from ...runtime.download import fill
 from ...runtime.java import find_java
@@ -81,6 +81,7 @@ def build_class_archives(tools_too: bool = True, spark_too: bool = True) -> None
         print("broker class archive: the JVM wrote none; brokers will start without it")
 
 
+@command("setup failed")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deliverylab.classroom.setup.install")
     parser.add_argument("--components", nargs="+", default=list(jars.DEFAULT_COMPONENTS),
@@ -88,20 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-archive", action="store_true",
                         help="do not record the class archives (starts a broker)")
     args = parser.parse_args(argv)
-    try:
-        print(f"java: {find_java()}")
-        t0 = time.monotonic()
-        got = fill(args.components)
-        for comp in args.components:
-            print(f"{jars.COMPONENTS[comp].what}: ready in {jars.component_dir(comp)}")
-        print(f"jars: {len(got)} downloaded, all checksums match the pins "
-              f"({time.monotonic() - t0:.1f}s)")
-        if "kafka" in args.components and not args.no_archive:
-            build_class_archives(tools_too="tools" in args.components,
-                                 spark_too="spark-kafka" in args.components)
-    except LabError as exc:
-        print(f"setup failed: {exc}", file=sys.stderr)
-        return 1
+    print(f"java: {find_java()}")
+    t0 = time.monotonic()
+    got = fill(args.components)
+    for comp in args.components:
+        print(f"{jars.COMPONENTS[comp].what}: ready in {jars.component_dir(comp)}")
+    print(f"jars: {len(got)} downloaded, all checksums match the pins "
+          f"({time.monotonic() - t0:.1f}s)")
+    if "kafka" in args.components and not args.no_archive:
+        build_class_archives(tools_too="tools" in args.components,
+                             spark_too="spark-kafka" in args.components)
     return 0
 
 
