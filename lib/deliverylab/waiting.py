@@ -15,6 +15,8 @@ without reaching into a wing. ``tests/unit/test_layout.py`` checks that no other
 writes a wait loop of its own: a ``while`` loop that sleeps (``time.sleep``, an event's
 ``wait(timeout)``) or reads a clock, or a ``for`` loop that sleeps (a named allow-list
 holds the loops that do work each round, such as reading records until an end).
+:func:`verdict_within` is the same wait for a caller to whom running out of time is an
+answer, not an error.
 """
 
 from __future__ import annotations
@@ -77,3 +79,20 @@ def wait_until(what: str, probe: Callable[[], Any], deadline: Deadline | float,
             raise error(f"timed out after {deadline.seconds:g}s waiting for {what}{why}{cause}",
                         what=what, last_seen=seen, waited=time.monotonic() - started)
         time.sleep(interval)
+
+
+def verdict_within(what: str, probe: Callable[[], Any], deadline: Deadline | float,
+                   **how: Any) -> bool:
+    """Whether ``probe`` held within ``deadline``: :func:`wait_until` for a caller to
+    whom running out of time is itself the answer (a fault asks whether a node froze and
+    names it if not; a recipe asks whether a client got that far and says so).
+
+    A probe may end the wait early with a falsy verdict in a 1-tuple, as
+    :func:`wait_until` allows (``(False,)``: the container is gone, it will never
+    freeze). ``how`` are :func:`wait_until`'s other arguments (``interval``, ``retry``...).
+    """
+    try:
+        answer = wait_until(what, probe, deadline, **how)
+    except TimedOut:
+        return False
+    return bool(answer[0] if isinstance(answer, tuple) and len(answer) == 1 else answer)

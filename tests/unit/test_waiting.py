@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from deliverylab.errors import ClusterNotReady, LabError, TimedOut
-from deliverylab.waiting import Deadline, wait_until
+from deliverylab.errors import BrokerExited, ClusterNotReady, LabError, TimedOut
+from deliverylab.waiting import Deadline, verdict_within, wait_until
 
 
 def test_it_returns_the_first_truthy_answer() -> None:
@@ -79,3 +79,16 @@ def test_a_shared_deadline_spans_several_waits() -> None:
 
 def test_the_probe_is_asked_once_even_when_the_deadline_has_passed() -> None:
     assert wait_until("already true", lambda: "yes", 0) == "yes"
+
+
+def test_a_verdict_is_false_when_time_runs_out_and_other_errors_still_raise() -> None:
+    assert verdict_within("the moon", lambda: None, 0.02, interval=0.005) is False
+    assert verdict_within("a node frozen", lambda: (False,), 5) is False  # ended early
+    assert verdict_within("a node frozen", lambda: (True,), 5) is True
+    assert verdict_within("a write", lambda: 3, 5) is True
+    with pytest.raises(BrokerExited):
+        verdict_within("a leader", lambda: None, 5, check=_dead)
+
+
+def _dead() -> None:
+    raise BrokerExited("the node died")

@@ -42,9 +42,9 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import BrokerExited, LabError, PortTaken, TimedOut
+from ..errors import BrokerExited, LabError, PortTaken
 from ..runtime import jars
-from ..waiting import wait_until
+from ..waiting import verdict_within
 from .local import BROKER_JVM_OPTS, C1_ONLY, CONTROLLER_JVM_OPTS, TOOL_JVM_OPTS
 from .properties import ClusterSpec, NodePorts, render, server_properties
 
@@ -356,11 +356,9 @@ class DockerBackend:
                 return (False,)
             return (True,) if bool(state.get("Paused")) == stopped else None
 
-        try:
-            return wait_until(f"container of node {node_id} {'paused' if stopped else 'resumed'}",
-                              settled, timeout, interval=0.05)[0]
-        except TimedOut:
-            return False
+        return verdict_within(f"container of node {node_id} "
+                              f"{'paused' if stopped else 'resumed'}",
+                              settled, timeout, interval=0.05)
 
     def exit_code(self, node_id: int) -> int | None:
         """None while the container runs (paused included) or was never started.
@@ -378,11 +376,9 @@ class DockerBackend:
         def exited() -> bool:
             return not self._inspect(0).get(node_id, {}).get("Running")
 
-        try:
-            return wait_until(f"container of node {node_id} to exit", exited, timeout,
+        # the bool is the answer: the caller kills it or goes on
+        return verdict_within(f"container of node {node_id} to exit", exited, timeout,
                               interval=0.1)
-        except TimedOut:  # the bool is the answer: the caller kills it or goes on
-            return False
 
     # ---------------------------------------------------------------- network
     def partition(self, node_id: int) -> None:

@@ -21,12 +21,12 @@ from typing import IO
 
 import psutil
 
-from ..errors import BrokerExited, LabError, TimedOut
+from ..errors import BrokerExited, LabError
 from ..process.children import tail
 from ..runtime import classpaths, jars
 from ..runtime.java import find_java, temp_opts
 from ..runtime.profile import current as current_profile
-from ..waiting import wait_until
+from ..waiting import verdict_within
 from .properties import ClusterSpec, NodePorts, new_kafka_id, render, server_properties
 
 # Small heaps: three brokers must fit a laptop beside Spark and JupyterLab. SerialGC has
@@ -240,11 +240,8 @@ class LocalBackend:
                 return (False,)
             return (True,) if (state == psutil.STATUS_STOPPED) == stopped else None
 
-        try:
-            return wait_until(f"node {node_id} {'stopped' if stopped else 'running'}",
-                              settled, timeout, interval=0.02)[0]
-        except TimedOut:
-            return False
+        return verdict_within(f"node {node_id} {'stopped' if stopped else 'running'}",
+                              settled, timeout, interval=0.02)
 
     def exit_code(self, node_id: int) -> int | None:
         """None while the process exists (running or paused)."""

@@ -36,8 +36,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from ..clients import config
-from ..errors import TimedOut
-from ..waiting import Deadline, wait_until
+from ..waiting import Deadline, verdict_within
 from .search import STALL, ZOMBIE, ordinal, writes
 
 #: The hold before a transaction loop's pause when its consumer has no timer of its own
@@ -129,14 +128,9 @@ class TimerCommit:
         """Wait until the group has ``due``; False if ``cap`` seconds passed first (a
         loop whose timer never commits it: the stall goes on, and says so)."""
         deadline = Deadline(cap)
-        try:
-            wait_until(f"the auto-commit timer to commit {_text(due)}",
-                       lambda: self.covered(due, deadline.left(READ_WITHIN)), deadline,
-                       interval=0.1,
-                       retry=(KafkaException,))
-        except TimedOut:
-            return False
-        return True
+        return verdict_within(f"the auto-commit timer to commit {_text(due)}",
+                              lambda: self.covered(due, deadline.left(READ_WITHIN)),
+                              deadline, interval=0.1, retry=(KafkaException,))
 
     def close(self) -> None:
         close = getattr(self.committed, "close", None)

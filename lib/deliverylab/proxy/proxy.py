@@ -38,9 +38,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError, TimedOut, bad_value
+from ..errors import LabError, bad_value
 from ..process.children import child_env, python_module
-from ..waiting import wait_until
+from ..waiting import verdict_within
 from .framing import DIRECTIONS, api_key
 from .handles import FaultHandle, HeldRequest, Hold
 
@@ -451,8 +451,5 @@ class Proxy:
     def wait_requests(self, api: str | int, count: int, timeout: float = 10.0) -> bool:
         """Poll until ``count`` requests of ``api`` were forwarded; False on timeout (the
         recipes ask whether a client got that far, and say so when it did not)."""
-        try:
-            return wait_until(f"{count} {api} requests through the proxy",
+        return verdict_within(f"{count} {api} requests through the proxy",
                               lambda: self.requests(api) >= count, timeout, interval=0.01)
-        except TimedOut:
-            return False

@@ -31,11 +31,11 @@ from ... import values
 from ...clients import config
 from ...cluster import ready
 from ...cluster.ready import wait_whole
-from ...errors import ClusterNotReady, LabError, TimedOut, bad_value
+from ...errors import ClusterNotReady, LabError, bad_value
 from ...history import History, Read
 from ...nemesis import Nemesis
 from ...readers import read_back
-from ...waiting import wait_until
+from ...waiting import verdict_within
 
 if TYPE_CHECKING:
     from ...cluster import Cluster
@@ -72,10 +72,7 @@ class Send:
                 self.producer.poll(0.1)  # the delivery callback runs inside this poll
             return self.done.is_set()
 
-        try:
-            return wait_until("a delivery report", reported, timeout, interval=0)
-        except TimedOut:
-            return False
+        return verdict_within("a delivery report", reported, timeout, interval=0)
 
     @property
     def ok(self) -> bool:
