@@ -70,7 +70,7 @@ if [ ! -s "$ROOTFS" ]; then
     [ "$(id -u)" = 0 ] || fail "making $IMAGE needs root (debootstrap); run once as root"
     command -v debootstrap >/dev/null 2>&1 || {
         say "installing debootstrap (apt-get)..."
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null \
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq debootstrap >/dev/null \
             || fail "'apt-get install debootstrap' failed"
     }
     MIRROR="${DEBIAN_MIRROR:-$(mirror)}"

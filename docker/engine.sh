@@ -29,8 +29,8 @@ if ! command -v dockerd >/dev/null 2>&1; then
     command -v apt-get >/dev/null 2>&1 || fail "dockerd is not installed and there is no apt-get to install docker.io"
     echo "docker engine: installing Debian's docker.io (apt-get)..." >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null 2>&1
-    apt-get install -y -qq docker.io >/dev/null 2>&1 \
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>    apt-get update -qq >/dev/null 2>&11
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq docker.io >/dev/null 2>&1 \
         || fail "'apt-get install docker.io' failed; run it by hand to see why"
 fi
 command -v docker >/dev/null 2>&1 || fail "the docker client is missing (apt-get install docker.io)"
@@ -61,7 +61,7 @@ if answers; then
     # Compose too (not fatal without it): the tests run docker/compose.yml on the engine.
     if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1 \
         && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null 2>&1 \
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq docker-compose >/dev/null 2>&1 \
             || echo "docker engine: could not install docker-compose (compose tests will skip)" >&2
     fi
     echo "docker engine: started ($(docker version -f '{{.Server.Version}}' 2>/dev/null))"

@@ -47,8 +47,10 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 echo "install-chromium: installing Debian's chromium (apt-get update + install)..." >&2
-$SUDO apt-get update -qq >&2
-$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >&2
+# DPkg::Lock::Timeout: wait for another apt-get (make test installs debootstrap beside
+# the parallel part; a cold CI run's browser test failed on the lock) instead of failing.
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium fonts-dejavu-core >&2
 
 if path=$(find_chromium); then
     echo "$path"

@@ -56,7 +56,7 @@ if [ $# -eq 0 ] && [ "${DELIVERYLAB_PREBUILD:-1}" != 0 ]; then
     # life (a cold CI run's docker tests waited 1800 s on it).
     setsid bash -c "
         flock --close '$lock' bash -c 'bash docker/engine.sh && { command -v debootstrap >/dev/null \
-            || [ \"\$(id -u)\" != 0 ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }' \
+            || [ \"\$(id -u)\" != 0 ] || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq debootstrap >/dev/null; }' \
         && bash docker/lab-image.sh --base" >build/prebuild.log 2>&1 </dev/null &
     base_pid=$!
     echo "test suite: building the lab image beside the set-up and the parallel part (log: build/prebuild.log)"

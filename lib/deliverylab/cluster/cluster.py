@@ -17,7 +17,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..clients import config
@@ -439,7 +439,8 @@ class Cluster:
         # *new* process to say it started, then for the metadata to list it.
         deadline = ready.Deadline(timeout)
         ready.wait_until(f"node {node} restarted (its log says the server started)",
-                         lambda: self._starts(node) > started, deadline, self._check_alive)
+                         lambda: self._starts(node) > started, deadline, self._check_alive,
+                         explain=lambda: f"; its log ends:\n{tail(self.backend.log_path(node), 5)}")
         ready.wait_until(f"node {node} back in the cluster metadata",
                          lambda: node in self.live_brokers(), deadline, self._check_alive,
                          explain=self._why_stuck)
@@ -606,6 +607,17 @@ class Cluster:
         ready.wait_until(f"topic {name!r} with a leader on each of its {partitions} "
                          "partitions", has_leaders, timeout, explain=self._why_stuck)
         return name
+
+    def delete_topics(self, names: list[str], timeout: float = 30.0) -> None:
+        """Delete topics no longer needed (one already gone is no error): a node restarted
+        after a kill loads every log it holds before it starts, a calibration's hundreds."""
+        for name, future in self.admin().delete_topics(list(names)).items():
+            try:
+                future.result(timeout=timeout)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise ClusterNotReady(f"could not delete topic {name!r}: "
+                                          f"{exc.args[0].str()}") from exc
 
     # -------------------------------------------------------------------- logs
     def log_path(self, node: int) -> Path:

@@ -37,6 +37,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,10 +153,16 @@ def input_sizes(exercise: Exercise) -> list[int]:
 
 
 def write_input(cluster: Any, topic: str, sizes: list[int], history: History,
-                process: str = "producer-0") -> None:
+                process: str = "producer-0", arm: Callable[[], Any] | None = None) -> Any:
     """The lab's input: unique values, ``sizes[0]`` of them to partition 0, the next
     ``sizes[1]`` to partition 1, and so on (:func:`input_sizes`), each send recorded (at
-    least once: a value maybe written is ``info``)."""
+    least once: a value maybe written is ``info``).
+
+    ``arm`` places a fault in the input (06's lost ack, which makes a copy) once the first
+    value is acknowledged; its result is returned. Armed before, the lost answer could be
+    a topic's very first, which a broker still applying the new partition may answer with
+    an error: nothing written, so the client's retry makes no copy (a calibration run
+    passed a wrong solution that way, on a loaded machine)."""
     from confluent_kafka import Producer
 
     from ..clients import Recorder, bootstrap_of, config
@@ -163,15 +170,21 @@ def write_input(cluster: Any, topic: str, sizes: list[int], history: History,
 
     producer = Producer(config(bootstrap_of(cluster), **AT_LEAST_ONCE.producer))
     recorder = Recorder(history, process, topic)
-    seq = 0
+    seq, armed = 0, None
     for partition, size in enumerate(sizes):
         for _ in range(size):
             recorder.send(producer, ValueId(process, seq), partition)
             seq += 1
+            if seq == 1 and arm is not None:
+                if producer.flush(60):
+                    raise RuntimeError("the grader's input: its first value still "
+                                       "unacknowledged after 60 s")
+                armed = arm()
     left = producer.flush(60)
     recorder.settle("no delivery report after 60 s")
     if left:
         raise RuntimeError(f"the grader's input: {left} values still unsent after 60 s")
+    return armed
 
 
 def stage_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict[str, Any]:
@@ -438,10 +451,9 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         cluster.create_topic(name, partitions=partitions, config=topic_config)
     history = History()
     nemesis = Nemesis(cluster, history=history)
-    upstream = None
-    if fault == "lose_ack" and exercise.kind == "handler":  # a duplicate in the input
-        upstream = nemesis.lose_ack(node=cluster.leader(source, 0), count=1)
-    write_input(cluster, source, sizes, history)
+    copy_in_input = fault == "lose_ack" and exercise.kind == "handler"
+    upstream = write_input(cluster, source, sizes, history, arm=lambda: nemesis.lose_ack(
+        node=cluster.leader(source, 0), count=1) if copy_in_input else None)
     if upstream is not None:
         upstream.handle.wait(30)
     if exercise.aborted_input:  # a transaction the stage must not copy: it aborted
@@ -543,6 +555,10 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         examples = effect_counts(counts, [r.value for r in reads if r.value], rows, history,
                                  calls)
     counts.update(result.counts)
+    if state == JUDGED and upstream is not None and not result.counts.get(C.DUPLICATES):
+        # The fault is a copy in the input: without one, the run proves nothing.
+        state, reason = UNPLACED, ("not judged: the lost ack made no copy in the input "
+                                   "to hand on")
     passed = exercise.verdicts(fault, counts, state)
     crash = next((e.get("words", "") for e in events if e["kind"] == "fault"
                   and e.get("words")), "")
@@ -553,6 +569,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
         if r.value in shown:
             role = "input" if r.topic == source else "output"
             positions.setdefault(r.value, []).append(f"{role}/{r.partition}@{r.offset}")
+    cluster.delete_topics([source, sink])  # read back: scratch now (a calibration makes
+    # hundreds, which a node restarted after a kill would load before it starts)
     return Run(exercise.id, fault, seed, counts, passed, result, history, (source, sink),
                time.monotonic() - t0, plan, errors, examples, positions, state=state,
                reason=reason, point=point.name if point else "", crash=crash)

@@ -283,8 +283,15 @@ def test_a_spark_driver_killed_by_its_plan_hands_over_and_a_crash_query_driver_f
 class FakeCluster:
     brokers = 1
 
+    def __init__(self):
+        self.created: list[str] = []
+        self.deleted: list[str] = []
+
     def create_topic(self, name, partitions, config=None):
-        pass
+        self.created.append(name)
+
+    def delete_topics(self, names):
+        self.deleted += names
 
 
 class FakeNemesis:
@@ -332,10 +339,11 @@ def wired(monkeypatch, stage_events, endings, output: list[str]):
 
     values = [f"producer-0:{i}" for i in range(4)]
 
-    def write_input(cluster, topic, sizes, history, process="producer-0"):
+    def write_input(cluster, topic, sizes, history, process="producer-0", arm=None):
         for i, v in enumerate(values):
             history.record("producer-0", "send", "ok", [v], topic=topic, partition=0,
                            offset=i)
+        return arm() if arm is not None else None
 
     def read_back(cluster, topics, isolation):
         src, sink = topics
@@ -378,8 +386,10 @@ def test_run_once_judges_an_off_by_one_commit_by_the_exact_bound(monkeypatch, tm
                    [v[0], v[1], v[1], v[2], v[3]])
     sol = tmp_path / "s.py"
     sol.write_text("def consume_loop(c, p, o, r): pass\n")
-    run = runner.run_once(EX, sol, "crash_consumer", 1, FakeCluster(), CrashPoint("commit", 1))
+    cluster = FakeCluster()
+    run = runner.run_once(EX, sol, "crash_consumer", 1, cluster, CrashPoint("commit", 1))
     assert run.state == JUDGED and run.point == "commit#1"
+    assert cluster.deleted == cluster.created == list(run.topics)  # scratch, read back
     assert run.crash == "after your 1st offset commit, before your 2nd poll"
     assert run.counts["redo_beyond"] == 1 and run.counts["pipeline_extra"] == 1
     assert run.passed == {"nothing_lost": True, "one_batch_redone": False, "finishes": True}
@@ -573,10 +583,11 @@ def overlapped(monkeypatch, events, endings, rows, unplaced=""):
 
     values = [f"producer-0:{i}" for i in range(3)]
 
-    def write_input(cluster, topic, sizes, history, process="producer-0"):
+    def write_input(cluster, topic, sizes, history, process="producer-0", arm=None):
         for i, v in enumerate(values):
             history.record("producer-0", "send", "ok", [v], topic=topic, partition=0,
                            offset=i)
+        return arm() if arm is not None else None
 
     class FakeStage:
         client_id = "student"
