@@ -162,14 +162,17 @@ class StudentConsumer:
 
     def commit(self, message: Any = None, offsets: list[TopicPartition] | None = None,
                asynchronous: bool = True) -> Any:
+        """Recorded from the broker's answer, not from the call: an offset-less commit
+        sends the *stored* offsets (with ``enable.auto.offset.store`` off, what the loop
+        stored, which may be less than it consumed), and a partition the broker refused
+        was not committed though the call returned."""
         if offsets is not None:
-            what = _offsets_text(offsets)
+            asked = _offsets_text(offsets)
         elif message is not None:
-            what = _offsets_text([TopicPartition(message.topic(), message.partition(),
-                                                 message.offset() + 1)])
-        else:  # the stored offsets: by default, one past each message consumed
-            what = _offsets_text([tp for tp in self._c.position(self._c.assignment())
-                                  if tp.offset >= 0])
+            asked = _offsets_text([TopicPartition(message.topic(), message.partition(),
+                                                  message.offset() + 1)])
+        else:
+            asked = "the stored offsets"
         kwargs: dict[str, Any] = {"asynchronous": False}
         if offsets is not None:
             kwargs["offsets"] = offsets
@@ -177,10 +180,17 @@ class StudentConsumer:
             kwargs["message"] = message
         try:
             result = self._c.commit(**kwargs)
-        except Exception as exc:
-            self._events.write("commit", outcome="fail", detail=what, error=str(exc))
+        except Exception as exc:  # nothing committed (_NO_OFFSET: nothing stored to send)
+            self._events.write("commit", outcome="fail", detail=asked, error=str(exc))
             raise
-        self._events.write("commit", outcome="ok", detail=what)
+        answered = [tp for tp in result or [] if tp.offset >= 0]
+        refused = [tp for tp in answered if tp.error is not None]
+        if refused:
+            self._events.write("commit", outcome="fail", detail=_offsets_text(refused),
+                               error="; ".join(sorted({str(tp.error) for tp in refused})))
+        done = [tp for tp in answered if tp.error is None]
+        if done or not refused:
+            self._events.write("commit", outcome="ok", detail=_offsets_text(done))
         self._plan.after("commit")
         return result
 

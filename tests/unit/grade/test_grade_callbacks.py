@@ -491,3 +491,53 @@ def test_timer_commits_after_an_explicit_commit_are_recorded(tmp_path, mock):
     # recorded too and changes nothing here).
     assert any(e.get("how") == "auto" and e["outcome"] == "ok" and e["detail"].endswith("@6")
                for e in commits[explicit[0] + 1:]), commits
+
+
+STORES_LESS = '''
+CONSUMER_SETTINGS = {"enable.auto.offset.store": False}
+
+def consume_loop(consumer, producer, output_topic, running):
+    done = False
+    while running():
+        msgs = [m for m in consumer.consume(num_messages=3, timeout=0.5) if not m.error()]
+        if msgs and not done:  # three consumed, the first one stored, all committed?
+            consumer.store_offsets(message=msgs[0])
+            consumer.commit(asynchronous=False)
+            done = True
+'''
+
+
+def test_an_offset_less_commit_is_recorded_with_the_stored_offsets_not_the_position(
+        tmp_path, mock):
+    """librdkafka's offset-less commit sends what is *stored*; a loop that stores less
+    than it consumed commits less than its position. The History must say what the
+    broker got (offset 1), not the position (3): the grader judges what was promised."""
+    from confluent_kafka import Consumer, Producer
+
+    from deliverylab.grade import child
+
+    topic = f"in-{tmp_path.name}"
+    mock.create_topic(topic, 1)
+    mock.create_topic(f"out-{tmp_path.name}")
+    p = Producer({"bootstrap.servers": mock.bootstrap})
+    for i in range(3):
+        p.produce(topic, encode("producer-0", i), b"k", partition=0)
+    p.flush(10)
+    solution = tmp_path / "loop.py"
+    solution.write_text(STORES_LESS)
+    group = f"g-{tmp_path.name}"
+    spec = {"solution": str(solution), "function": "consume_loop", "process": "stage-0",
+            "bootstrap": mock.bootstrap, "input": topic, "output": f"out-{tmp_path.name}",
+            "group": group, "events": str(tmp_path / "e.jsonl"), "ends": {0: 3},
+            "timeout": 5, "full_batches": False, "producer": {"linger.ms": 5},
+            "consumer": {"auto.offset.reset": "earliest", "enable.auto.commit": False}}
+    assert child.run(spec) == 0  # it consumed all three: caught up
+    commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
+    assert [(e["outcome"], e["detail"]) for e in commits if e.get("how") is None] == [
+        ("ok", f"{topic}/0@1")], commits
+    from confluent_kafka import TopicPartition
+    c = Consumer({"bootstrap.servers": mock.bootstrap, "group.id": group})
+    try:  # and that is what the broker holds
+        assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 10)] == [1]
+    finally:
+        c.close()

@@ -46,7 +46,14 @@ class FakeConsumer:
         return [FakeMsg(i) for i in range(n)]
 
     def commit(self, **kw):
+        """As a synchronous commit answers: what the broker committed."""
+        from confluent_kafka import TopicPartition
+
         self.commits.append(kw)
+        if "message" in kw:
+            m = kw["message"]
+            return [TopicPartition(m.topic(), m.partition(), m.offset() + 1)]
+        return list(kw.get("offsets") or [])
 
     def store_offsets(self, **kw):
         if not kw:
@@ -103,6 +110,25 @@ def test_polls_and_commits_are_recorded_and_every_commit_is_synchronous(tmp_path
     got = read(tmp_path / "e.jsonl")
     assert [e["kind"] for e in got] == ["poll"] * 3 + ["commit"]
     assert got[0]["values"] == ["producer-0:0"] and got[-1]["detail"] == "in/0@3"
+
+
+def test_a_partition_the_broker_refused_is_recorded_as_not_committed(tmp_path: Path):
+    """A synchronous commit that returns may still carry a partition's refusal (its
+    ``error``): that partition was not committed, the others were."""
+    from types import SimpleNamespace
+
+    class Refusing(FakeConsumer):
+        def commit(self, **kw):
+            self.commits.append(kw)
+            return [SimpleNamespace(topic="in", partition=0, offset=3, error=None),
+                    SimpleNamespace(topic="in", partition=1, offset=5,
+                                    error="REBALANCE_IN_PROGRESS")]
+
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    c = StudentConsumer(Refusing(), events, KillPlan(events))
+    c.commit()
+    got = [(e["outcome"], e["detail"], e.get("error")) for e in read(tmp_path / "e.jsonl")]
+    assert got == [("fail", "in/1@5", "REBALANCE_IN_PROGRESS"), ("ok", "in/0@3", None)]
 
 
 def test_a_store_is_recorded_with_the_offsets_librdkafka_stores(tmp_path: Path):
