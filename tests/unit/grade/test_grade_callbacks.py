@@ -457,29 +457,35 @@ def consume_loop(consumer, producer, output_topic, running):
 '''
 
 
-def test_timer_commits_after_an_explicit_commit_are_recorded(tmp_path, mock):
-    """confluent-kafka's synchronous commit() never calls on_commit (it takes its own
-    return callback: Consumer.c's commit_queue), and the grader's commits are all
-    synchronous: a timer commit after one must still be recorded, not taken for the
-    explicit commit's report."""
+def _one_partition_spec(tmp_path: Path, mock, loop: str, values: int,
+                        consumer: dict) -> dict:
+    """A child spec for ``loop`` over one input partition holding ``values`` values."""
     from confluent_kafka import Producer
-
-    from deliverylab.grade import child
 
     topic = f"in-{tmp_path.name}"
     mock.create_topic(topic, 1)
     mock.create_topic(f"out-{tmp_path.name}")
     p = Producer({"bootstrap.servers": mock.bootstrap})
-    for i in range(6):
+    for i in range(values):
         p.produce(topic, encode("producer-0", i), b"k", partition=0)
     p.flush(10)
     solution = tmp_path / "loop.py"
-    solution.write_text(MIXED)
-    spec = {"solution": str(solution), "function": "consume_loop", "process": "stage-0",
+    solution.write_text(loop)
+    return {"solution": str(solution), "function": "consume_loop", "process": "stage-0",
             "bootstrap": mock.bootstrap, "input": topic, "output": f"out-{tmp_path.name}",
             "group": f"g-{tmp_path.name}", "events": str(tmp_path / "e.jsonl"),
-            "ends": {0: 6}, "timeout": 20, "full_batches": False,
-            "producer": {"linger.ms": 5}, "consumer": {"auto.offset.reset": "earliest"}}
+            "ends": {0: values}, "timeout": 20, "full_batches": False,
+            "producer": {"linger.ms": 5}, "consumer": consumer}
+
+
+def test_timer_commits_after_an_explicit_commit_are_recorded(tmp_path, mock):
+    """confluent-kafka's synchronous commit() never calls on_commit (it takes its own
+    return callback: Consumer.c's commit_queue), and the grader's commits are all
+    synchronous: a timer commit after one must still be recorded, not taken for the
+    explicit commit's report."""
+    from deliverylab.grade import child
+
+    spec = _one_partition_spec(tmp_path, mock, MIXED, 6, {"auto.offset.reset": "earliest"})
     assert child.run(spec) == 0
     events = read(tmp_path / "e.jsonl")
     loop = events[:next(i for i, e in enumerate(events) if e["kind"] == "stopped")]
@@ -512,30 +518,17 @@ def test_an_offset_less_commit_is_recorded_with_the_stored_offsets_not_the_posit
     """librdkafka's offset-less commit sends what is *stored*; a loop that stores less
     than it consumed commits less than its position. The History must say what the
     broker got (offset 1), not the position (3): the grader judges what was promised."""
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer, TopicPartition
 
     from deliverylab.grade import child
 
-    topic = f"in-{tmp_path.name}"
-    mock.create_topic(topic, 1)
-    mock.create_topic(f"out-{tmp_path.name}")
-    p = Producer({"bootstrap.servers": mock.bootstrap})
-    for i in range(3):
-        p.produce(topic, encode("producer-0", i), b"k", partition=0)
-    p.flush(10)
-    solution = tmp_path / "loop.py"
-    solution.write_text(STORES_LESS)
-    group = f"g-{tmp_path.name}"
-    spec = {"solution": str(solution), "function": "consume_loop", "process": "stage-0",
-            "bootstrap": mock.bootstrap, "input": topic, "output": f"out-{tmp_path.name}",
-            "group": group, "events": str(tmp_path / "e.jsonl"), "ends": {0: 3},
-            "timeout": 5, "full_batches": False, "producer": {"linger.ms": 5},
-            "consumer": {"auto.offset.reset": "earliest", "enable.auto.commit": False}}
+    spec = _one_partition_spec(tmp_path, mock, STORES_LESS, 3, {
+        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    topic, group = spec["input"], spec["group"]
     assert child.run(spec) == 0  # it consumed all three: caught up
     commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
     assert [(e["outcome"], e["detail"]) for e in commits if e.get("how") is None] == [
         ("ok", f"{topic}/0@1")], commits
-    from confluent_kafka import TopicPartition
     c = Consumer({"bootstrap.servers": mock.bootstrap, "group.id": group})
     try:  # and that is what the broker holds
         assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 10)] == [1]
