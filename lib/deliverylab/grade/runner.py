@@ -452,8 +452,8 @@ def run_once(exercise: Exercise, solution: Path, fault: str, seed: int,
     history = History()
     nemesis = Nemesis(cluster, history=history)
     copy_in_input = fault == "lose_ack" and exercise.kind == "handler"
-    upstream = write_input(cluster, source, sizes, history, arm=lambda: nemesis.lose_ack(
-        node=cluster.leader(source, 0), count=1) if copy_in_input else None)
+    upstream = write_input(cluster, source, sizes, history, arm=(lambda: nemesis.lose_ack(
+        node=cluster.leader(source, 0), count=1)) if copy_in_input else None)
     if upstream is not None:
         upstream.handle.wait(30)
     if exercise.aborted_input:  # a transaction the stage must not copy: it aborted
