@@ -29,7 +29,7 @@ if ! command -v dockerd >/dev/null 2>&1; then
     command -v apt-get >/dev/null 2>&1 || fail "dockerd is not installed and there is no apt-get to install docker.io"
     echo "docker engine: installing Debian's docker.io (apt-get)..." >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>    apt-get update -qq >/dev/null 2>&11
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1
     apt-get -o DPkg::Lock::Timeout=600 install -y -qq docker.io >/dev/null 2>&1 \
         || fail "'apt-get install docker.io' failed; run it by hand to see why"
 fi
