@@ -341,7 +341,8 @@ class Nemesis:
                                 "from the other brokers (clients still reach it)", node=leader)
 
     def isolate_leader(self, topic: str, partition: int = 0, hold: float = 1.5,
-                       only_leader: Callable[[Op], bool] | None = None) -> FaultRecord:
+                       only_leader: Callable[[Op], bool] | None = None,
+                       require: bool = False) -> FaultRecord:
         """Pause the followers, let the leader acknowledge writes only it has, kill it,
         resume the followers; returns once a follower leads instead.
 
@@ -353,6 +354,11 @@ class Nemesis:
         ``only_leader`` (an acknowledged send op -> True if only the leader can have
         it), and the kill waits for one of those: on a loaded host the late reports
         came first and the kill, 0.2 s later, caught no write only the leader had.
+        ``require``: a run whose lesson is that loss (acks=1) raises :class:`TimedOut`
+        when no such write came within ``hold`` (the followers are resumed, nothing is
+        killed): a kill without one would show no loss, and a claim is not taught from
+        a fault that did not bite. Without it the kill comes anyway, and its line says
+        no write was acknowledged by the leader alone.
 
         The kill may leave fewer than a majority of the controller voters running for
         the moment until the followers resume (see :meth:`kill_leader`): the resume
@@ -376,7 +382,10 @@ class Nemesis:
                            hold, interval=0.05)
                 alone = ""
             except TimedOut:  # "up to hold": the kill comes then, acknowledged write or not
-                pass
+                if require:
+                    for node in followers:
+                        self.cluster.resume(node)
+                    raise
             time.sleep(0.2)
             try:
                 killed = self.kill_leader(topic, partition)

@@ -384,9 +384,10 @@ class _Run:
         written by the leader alone (an earlier value's report may come after the pause
         too, late, for a write the followers copied: on a loaded host the kill came
         after such a report and the claim saw no loss). With acks=1 the wait is up to
-        30 s, as the producer's next sends can come late on a loaded host; with
-        acks=all no write can be acknowledged while the followers are paused, so the
-        Nemesis' short default stays."""
+        30 s, as the producer's next sends can come late on a loaded host, and a run
+        without one raises (no kill without it); with acks=all no write can be
+        acknowledged while the followers are paused, so the Nemesis' short default
+        stays."""
         acks = str(self.s.mode.producer.get("acks", "all"))
         first = self.trigger
 
@@ -394,9 +395,9 @@ class _Run:
             return op.process == "producer-0" and any(V.parse(v).seq >= first
                                                       for v in op.values)
 
-        self.nemesis.isolate_leader(self.source, 0,
-                                    hold=1.5 if acks in ("all", "-1") else 30.0,
-                                    only_leader=after_pause)
+        alone = acks not in ("all", "-1")  # the lesson is that loss: it must happen
+        self.nemesis.isolate_leader(self.source, 0, hold=30.0 if alone else 1.5,
+                                    only_leader=after_pause, require=alone)
 
     def _crash_producer(self) -> None:
         """The producer dies after ``trigger`` values; a new instance writes the rest.

@@ -27,7 +27,7 @@ from ..process.children import start_reaper, tail
 from ..process.ports import check_port, free_ports
 from ..runtime import jars
 from . import quorum as kraft
-from . import ready
+from . import ready, restart
 from .local import LocalBackend
 from .properties import ClusterSpec, NodePorts, new_kafka_id
 
@@ -382,7 +382,10 @@ class Cluster:
         if self.states.get(node) == "up":
             self._quorum_check("pausing", node, allow_quorum_loss)
             self.backend.signal(node, "pause")
-            self.backend.wait_stopped(node, True)
+            if not self.backend.wait_stopped(node, True):  # a fault that did not happen
+                code = self.backend.exit_code(node)  # is no fault: say so, never go on
+                raise ClusterNotReady(f"node {node} did not stop when paused (" + (
+                    "it still runs)" if code is None else f"it exited with {code})"))
             self.states[node] = "paused"
 
     def _quorum_check(self, verb: str, node: int, allow: bool | None) -> None:
@@ -417,41 +420,17 @@ class Cluster:
         node = self._node(node)
         if self.states.get(node) == "paused":
             self.backend.signal(node, "resume")
-            self.backend.wait_stopped(node, False)
+            if not self.backend.wait_stopped(node, False) and self.backend.exit_code(node) is None:
+                raise ClusterNotReady(f"node {node} is still stopped after its resume")
             self.states[node] = "up"
 
     def restart(self, node: int, timeout: float = 60.0) -> None:
         """Stop a node (gracefully if it is running) and start it again.
 
-        Returns once the node is back in the cluster metadata.
+        Returns once the node is back in the cluster metadata; a start-up that stalls
+        is dumped, killed and started once more (:mod:`.restart` says why).
         """
-        node = self._node(node)
-        if self.backend.exit_code(node) is None:
-            self.backend.signal(node, "resume")
-            self.backend.signal(node, "term")
-            if not self.backend.wait_exit(node, 20):
-                self.backend.signal(node, "kill")
-                self.backend.wait_exit(node, 10)
-        started = self._starts(node)
-        self.backend.launch(node)
-        self.states[node] = "up"
-        # The dead node may still be listed until its session times out: wait for the
-        # *new* process to say it started, then for the metadata to list it.
-        deadline = ready.Deadline(timeout)
-        ready.wait_until(f"node {node} restarted (its log says the server started)",
-                         lambda: self._starts(node) > started, deadline, self._check_alive,
-                         explain=lambda: f"; its log ends:\n{tail(self.backend.log_path(node), 5)}")
-        ready.wait_until(f"node {node} back in the cluster metadata",
-                         lambda: node in self.live_brokers(), deadline, self._check_alive,
-                         explain=self._why_stuck)
-
-    def _starts(self, node: int) -> int:
-        """How many times the node's log says its server started (restarts append)."""
-        try:
-            return self.backend.log_path(node).read_text(errors="replace").count(
-                "Kafka Server started")
-        except OSError:
-            return 0
+        restart.restart(self, self._node(node), timeout)
 
     def partition(self, node: int) -> None:
         """Cut one node off from the other nodes: a real network partition (docker only).

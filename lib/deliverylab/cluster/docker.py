@@ -341,10 +341,12 @@ class DockerBackend:
             _docker("kill", name, check=False)
         elif action == "term":
             _docker("kill", "--signal", "TERM", name, check=False)
-        elif action == "pause" and not state.get("Paused"):
-            _docker("pause", name, check=False)
+        elif action == "dump":  # java is the container's first process (exec): it prints
+            _docker("kill", "--signal", "QUIT", name, check=False)  # its threads' stacks
+        elif action == "pause" and not state.get("Paused"):  # a failure raises: a pause
+            _docker("pause", name)  # that did not happen must not be taught as one
         elif action == "resume" and state.get("Paused"):
-            _docker("unpause", name, check=False)
+            _docker("unpause", name)
         self._states_at = 0.0
 
     def wait_stopped(self, node_id: int, stopped: bool, timeout: float = 5.0) -> bool:

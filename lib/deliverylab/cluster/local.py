@@ -61,7 +61,8 @@ QUORUM_TIMING = {"controller.quorum.election.timeout.ms": "500"}
 TOOL_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 
 SIGNALS = {"kill": signal.SIGKILL, "term": signal.SIGTERM,
-           "pause": signal.SIGSTOP, "resume": signal.SIGCONT}
+           "pause": signal.SIGSTOP, "resume": signal.SIGCONT,
+           "dump": signal.SIGQUIT}  # the JVM prints its threads' stacks and runs on
 
 
 def class_archive(kafka_version: str = jars.KAFKA_VERSION) -> Path:

@@ -253,3 +253,39 @@ def test_bad_arguments_are_named():
         Cluster(brokers=0)
     with pytest.raises(ValueError, match="backend='kubernetes' is not accepted"):
         Cluster(backend="kubernetes")
+
+
+def test_a_stalled_restart_is_dumped_killed_and_started_again(cluster, topic_name):
+    """A restart whose start-up stalls (here: its controllers are paused, so it cannot
+    register) leaves the JVM's telling threads in a warning and starts the node once
+    more; the second start finds the controllers back and succeeds."""
+    from deliverylab.cluster.restart import RestartRetried
+
+    cluster.create_topic(topic_name, partitions=1)
+    node = cluster.nodes[0]
+    others = [n for n in cluster.nodes if n != node]
+    cluster.kill(node)
+    for n in others:
+        cluster.pause(n, allow_quorum_loss=True)
+    signal_node = cluster.backend.signal
+    dumped = []
+
+    def signal_and_heal(n: int, action: str) -> None:
+        signal_node(n, action)
+        if action == "dump":  # the first start was dumped: the second one may succeed
+            dumped.append(n)
+            for other in others:
+                cluster.resume(other)
+
+    cluster.backend.signal = signal_and_heal
+    try:
+        with pytest.warns(RestartRetried) as caught:
+            cluster.restart(node, timeout=20)
+    finally:
+        del cluster.backend.signal
+        for n in others:
+            cluster.resume(n)
+    assert dumped == [node]
+    said = str(caught[0].message)
+    assert f"node {node}'s start-up stalled" in said and '"main"' in said, said
+    assert node in cluster.live_brokers() and cluster.status()[node] == "up"
