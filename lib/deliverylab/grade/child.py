@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import signal
 import sqlite3
 import sys
 import time
@@ -35,11 +33,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..clients import close_consumer, config
-from ..history import JsonLines, outcome_of
+from ..history import outcome_of
 from ..values import decode
 from .callbacks import NONE_GIVEN, StudentCallbacks, student_traceback
+from .database import StudentDatabase
+from .events import Events, KillPlan, offsets_text, value_text
 from .http_call import Payments
-from .search import CallCounter, CrashPoint, db_commit
+from .search import CrashPoint
 from .stall import Stall, TxnStall, auto_commits, timer_commit
 
 #: Most messages one ``consume()`` may return: the contract's batch, so that "a crash
@@ -47,57 +47,6 @@ from .stall import Stall, TxnStall, auto_commits, timer_commit
 MAX_BATCH = 10
 #: Seconds of each further wait for the rest of a short batch (``full_batches``).
 FILL_WAIT = 0.1
-
-
-class Events:
-    """The run's events file, one line per event (``t``: ``time.monotonic()``), written
-    through :class:`~deliverylab.history.JsonLines`, so a SIGKILL loses none."""
-
-    def __init__(self, path: str, process: str) -> None:
-        self.log, self.process = JsonLines(path), process
-
-    def write(self, kind: str, **fields: Any) -> None:
-        self.log.append({"t": time.monotonic(), "process": self.process, "kind": kind, **fields})
-
-
-def _value_text(raw: bytes | str | None) -> str | None:
-    try:
-        return str(decode(raw)) if raw is not None else None
-    except ValueError:
-        return None
-
-
-def _offsets_text(offsets: list[TopicPartition]) -> str:
-    return ",".join(f"{tp.topic}/{tp.partition}@{tp.offset}" for tp in offsets)
-
-
-class KillPlan:
-    """The searched crash: SIGKILL right after the student's n-th call of one kind.
-
-    Every boundary call the student makes is counted (:class:`~deliverylab.grade.search.
-    CallCounter`), whether or not this run kills there, so that the end of a run can
-    say how far the student's code got, and the kill names its place in their words."""
-
-    def __init__(self, events: Events, point: CrashPoint | None = None,
-                 cycle: tuple[str, ...] | list[str] = (), fault: str = "crash_consumer") -> None:
-        self.events, self.fault = events, fault
-        self.counter = CallCounter(cycle, point)
-        #: Auto-commit is on, and how many times the loop stored offsets: with auto-commit
-        #: a store is the loop's offset commit (the timer sends what was stored), counted
-        #: when the call returns; the timer's reports are then no boundary of the loop's
-        #: (they reach it behind the messages fetched before them, batches late).
-        self.auto_commit = False
-        self.stores, self.stored = 0, {}  # and the last stored: what the timer commits
-
-    def after(self, kind: str, how: str = "") -> None:
-        """One call of ``kind`` returned: die now if this is the planned point."""
-        if self.counter.saw(kind):
-            words = self.counter.words(kind, how)
-            self.events.write("fault", fault=self.fault, outcome="info",
-                              point=self.counter.point.name if self.counter.point else None,
-                              words=words,
-                              detail=f"{self.events.process} is SIGKILLed {words}")
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 class StudentConsumer:
@@ -129,7 +78,7 @@ class StudentConsumer:
         for m in msgs:
             if m is not None and not m.error():
                 got = True
-                value = _value_text(m.value())
+                value = value_text(m.value())
                 self._events.write("poll", values=[value] if value else [], topic=m.topic(),
                                    partition=m.partition(), offset=m.offset())
         if got:  # a poll that handed the student messages is a boundary
@@ -167,9 +116,9 @@ class StudentConsumer:
         stored, which may be less than it consumed), and a partition the broker refused
         was not committed though the call returned."""
         if offsets is not None:
-            asked = _offsets_text(offsets)
+            asked = offsets_text(offsets)
         elif message is not None:
-            asked = _offsets_text([TopicPartition(message.topic(), message.partition(),
+            asked = offsets_text([TopicPartition(message.topic(), message.partition(),
                                                   message.offset() + 1)])
         else:
             asked = "the stored offsets"
@@ -186,11 +135,11 @@ class StudentConsumer:
         answered = [tp for tp in result or [] if tp.offset >= 0]
         refused = [tp for tp in answered if tp.error is not None]
         if refused:
-            self._events.write("commit", outcome="fail", detail=_offsets_text(refused),
+            self._events.write("commit", outcome="fail", detail=offsets_text(refused),
                                error="; ".join(sorted({str(tp.error) for tp in refused})))
         done = [tp for tp in answered if tp.error is None]
         if done or not refused:
-            self._events.write("commit", outcome="ok", detail=_offsets_text(done))
+            self._events.write("commit", outcome="ok", detail=offsets_text(done))
         self._plan.after("commit")
         return result
 
@@ -206,7 +155,7 @@ class StudentConsumer:
         result = self._c.store_offsets(**given)  # librdkafka names a wrong call itself
         stored = offsets if offsets is not None else [
             TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
-        self._events.write("store_offsets", outcome="ok", detail=_offsets_text(stored))
+        self._events.write("store_offsets", outcome="ok", detail=offsets_text(stored))
         self._plan.stores += 1
         self._plan.stored.update({(tp.topic, tp.partition): tp.offset for tp in stored})
         if self._plan.auto_commit:
@@ -251,7 +200,7 @@ class StudentProducer:
     def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: Any,
                                     *args: Any) -> Any:
         result = self._end("send_offsets", self._p.send_offsets_to_transaction, offsets,
-                           metadata, *args, detail=_offsets_text(offsets))
+                           metadata, *args, detail=offsets_text(offsets))
         self._plan.after("send_offsets")
         return result
 
@@ -288,7 +237,7 @@ class StudentProducer:
                 on_delivery: Callable | None = None, callback: Callable | None = None,
                 **kwargs: Any) -> None:
         user = self._callbacks.wrap(on_delivery or callback)
-        text = _value_text(value)
+        text = value_text(value)
         txn = self._txn
 
         def report(err: KafkaError | None, msg: Any) -> None:
@@ -304,130 +253,6 @@ class StudentProducer:
         self._events.write("handed", values=[text] if text else [], topic=topic, txn=txn)
         self._p.produce(topic, value, key, *args, on_delivery=report, **kwargs)
         self._handed += 1
-
-
-#: Attributes a student may set on their database: they belong to the connection.
-CONNECTION_SETTINGS = frozenset({"isolation_level", "row_factory", "text_factory",
-                                 "autocommit"})
-
-
-class StudentDatabase:
-    """The handler's database: a ``sqlite3`` connection whose commits are seen however
-    they are made (``with db:``, ``db.commit()``, an SQL ``COMMIT``/``END``, an
-    autocommit write: :func:`~deliverylab.grade.search.db_commit` over sqlite3's trace
-    of the statements), recorded as ``db_write`` of the message being handled, and
-    counted for the crash plan (``db_commit``)."""
-
-    def __init__(self, conn: sqlite3.Connection, events: Events,
-                 plan: KillPlan | None = None, stall: Stall | None = None) -> None:
-        self._conn, self._events, self.plan, self.stall = conn, events, plan, stall
-        self.commits = 0
-        self.message: str | None = None
-        #: The messages handed to the handler so far (the one handled now included).
-        self.count = 0
-        self.armed = False
-        self._statements: list[str] = []
-        self._changes = conn.total_changes
-        conn.set_trace_callback(self._statements.append)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in CONNECTION_SETTINGS:  # db.isolation_level = None: the connection's
-            setattr(self._conn, name, value)
-        else:
-            super().__setattr__(name, value)
-
-    def look(self) -> None:
-        """After each call into the database: did it just commit?"""
-        statements, self._statements[:] = list(self._statements), []
-        done, self._changes = db_commit(statements, self._conn.in_transaction,
-                                        self._conn.total_changes, self._changes)
-        if done:
-            self._committed()
-
-    def _committed(self) -> None:
-        if not self.armed:
-            return
-        self.commits += 1
-        self._events.write("db_write", outcome="ok", values=[self.message] if self.message
-                           else [], detail=f"database commit #{self.commits}")
-        if self.plan is not None:
-            self.plan.after("db_commit")
-
-    def before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Before each statement: is it the write the overlap fault stalls at?"""
-        if self.stall is not None and self.armed:  # the SQL: positional, or by keyword
-            self.stall.before(self.count, self.message, args[0] if args else next(
-                (kwargs[k] for k in ("sql", "sql_script") if k in kwargs), ""))
-
-    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if name.startswith("execute"):
-            self.before(args, kwargs)
-        try:
-            return getattr(self._conn, name)(*args, **kwargs)
-        finally:
-            self.look()
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        return _Cursor(self._call("execute", *args, **kwargs), self)
-
-    def executemany(self, *args: Any, **kwargs: Any) -> Any:
-        return _Cursor(self._call("executemany", *args, **kwargs), self)
-
-    def executescript(self, *args: Any, **kwargs: Any) -> Any:
-        return _Cursor(self._call("executescript", *args, **kwargs), self)
-
-    def cursor(self, *args: Any, **kwargs: Any) -> Any:
-        return _Cursor(self._conn.cursor(*args, **kwargs), self)
-
-    def commit(self) -> None:
-        self._call("commit")
-
-    def rollback(self) -> None:
-        self._call("rollback")
-
-    def __enter__(self) -> StudentDatabase:
-        self._conn.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> Any:
-        try:
-            return self._conn.__exit__(*exc)
-        finally:
-            self.look()
-
-
-class _Cursor:
-    """A cursor whose statements the database looks at too (a ``COMMIT`` run through
-    ``db.cursor().execute`` is a commit like any other)."""
-
-    def __init__(self, cursor: sqlite3.Cursor, db: StudentDatabase) -> None:
-        self._cur, self._db = cursor, db
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cur, name)
-
-    def __iter__(self) -> Any:
-        return iter(self._cur)
-
-    def _call(self, name: str, *args: Any, **kwargs: Any) -> _Cursor:
-        self._db.before(args, kwargs)
-        try:
-            getattr(self._cur, name)(*args, **kwargs)
-        finally:
-            self._db.look()
-        return self
-
-    def execute(self, *args: Any, **kwargs: Any) -> _Cursor:
-        return self._call("execute", *args, **kwargs)
-
-    def executemany(self, *args: Any, **kwargs: Any) -> _Cursor:
-        return self._call("executemany", *args, **kwargs)
-
-    def executescript(self, *args: Any, **kwargs: Any) -> _Cursor:
-        return self._call("executescript", *args, **kwargs)
 
 
 #: The exit code of a child whose student code raised (its traceback is in the events).
@@ -473,7 +298,7 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
         msgs = [m for m in consumer.consume(MAX_BATCH, 0.5) if not m.error()]
         call_student(events, path, callbacks.check, "consume")  # theirs, served in there
         for i, m in enumerate(msgs):
-            value = _value_text(m.value())
+            value = value_text(m.value())
             events.write("poll", values=[value] if value else [], topic=m.topic(),
                          partition=m.partition(), offset=m.offset())
             if value is None:
@@ -497,10 +322,10 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
             except KafkaException as exc:
                 if not (stalled or spec.get("overlap")):
                     raise
-                events.write("commit", outcome="fail", detail=_offsets_text(offsets),
+                events.write("commit", outcome="fail", detail=offsets_text(offsets),
                              error=str(exc))
             else:
-                events.write("commit", outcome="ok", detail=_offsets_text(offsets))
+                events.write("commit", outcome="ok", detail=offsets_text(offsets))
         if stalled:
             break
     db.close()
@@ -565,7 +390,7 @@ def run(spec: dict[str, Any]) -> int:
             # synchronous commit() (every commit of StudentConsumer) answers through a
             # callback of its own (Consumer.c, rd_kafka_commit_queue), never on_commit.
             events.write("commit", outcome="ok" if err is None else "fail", how="auto",
-                         detail=_offsets_text([tp for tp in offsets if tp.offset >= 0]),
+                         detail=offsets_text([tp for tp in offsets if tp.offset >= 0]),
                          error=str(err) if err is not None else None)
             if err is None and not plan.stores:  # a loop that stores: counted at its store
                 plan.after("commit")

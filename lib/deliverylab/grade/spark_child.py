@@ -35,15 +35,9 @@ from typing import Any
 
 from ..history import read_json_lines
 from ..spark.query import QuerySpec, await_query, batches
-from .child import (
-    RAISED,
-    Events,
-    StudentDatabase,
-    StudentRaised,
-    _value_text,
-    call_student,
-    load_solution,
-)
+from .child import RAISED, StudentRaised, call_student, load_solution
+from .database import StudentDatabase
+from .events import Events, value_text
 
 #: The table the lab creates and judges; the student inserts into it.
 RECORDS = ("CREATE TABLE records (provenance TEXT NOT NULL, partition INTEGER NOT NULL, "
@@ -110,7 +104,7 @@ class BatchDatabase(StudentDatabase):
                                   "WHERE rowid > ? ORDER BY rowid", (self.seen,)).fetchall()
         for rowid, partition, value in rows:
             self.seen = max(self.seen, rowid)
-            text = _value_text(value)
+            text = value_text(value)
             self._events.write("send", outcome="ok", values=[text] if text else [],
                                topic=self.where, partition=partition,
                                detail=f"batch {self.crash.batch}, database commit "
@@ -147,7 +141,7 @@ def foreach_batch(fn: Any, db: BatchDatabase, events: Events, crash: Crash,
         commits.record()  # the last batch's commits/N is written before this one starts
         df = df.persist()
         for r in df.collect():
-            text = _value_text(r["value"])
+            text = value_text(r["value"])
             events.write("poll", values=[text] if text else [], topic=r["topic"],
                          partition=int(r["partition"]), offset=int(r["offset"]),
                          detail=f"batch {batch_id}")

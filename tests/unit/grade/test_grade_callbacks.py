@@ -20,14 +20,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from deliverylab.grade.callbacks import StudentCallbacks
-from deliverylab.grade.child import (
-    Events,
-    KillPlan,
-    StudentProducer,
-    StudentRaised,
-    call_student,
-    load_solution,
-)
+from deliverylab.grade.child import StudentProducer, StudentRaised, call_student, load_solution
+from deliverylab.grade.events import Events, KillPlan
 from deliverylab.values import encode
 
 

@@ -3,17 +3,13 @@ here: what reaches Kafka is judged on real brokers in tests/integration/grade)."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from deliverylab.grade.child import (
-    Events,
-    KillPlan,
-    StudentConsumer,
-    StudentProducer,
-    load_solution,
-)
+from deliverylab.grade.child import StudentConsumer, StudentProducer, load_solution
+from deliverylab.grade.events import Events, KillPlan
 from deliverylab.history import read_json_lines
 from deliverylab.values import encode
 
@@ -308,12 +304,11 @@ class Died(BaseException):
 
 
 def dying(monkeypatch) -> None:
-    import deliverylab.grade.child as child
 
     def kill(pid, sig):
         raise Died()
 
-    monkeypatch.setattr(child.os, "kill", kill)
+    monkeypatch.setattr(os, "kill", kill)
 
 
 def test_the_plan_kills_right_after_the_planned_flush_and_says_where(tmp_path: Path,
@@ -352,7 +347,7 @@ def test_a_database_commit_made_by_sql_statements_is_counted_and_killed_at(
         tmp_path: Path, monkeypatch):
     import sqlite3
 
-    from deliverylab.grade.child import StudentDatabase
+    from deliverylab.grade.database import StudentDatabase
     from deliverylab.grade.search import CrashPoint
 
     dying(monkeypatch)
@@ -414,11 +409,11 @@ def test_the_stall_stops_the_process_before_its_first_write_of_the_planned_messa
     import signal
     import sqlite3
 
-    import deliverylab.grade.child as child
-    from deliverylab.grade.child import Stall, StudentDatabase
+    from deliverylab.grade.database import StudentDatabase
+    from deliverylab.grade.stall import Stall
 
     sent: list[int] = []
-    monkeypatch.setattr(child.os, "kill", lambda pid, sig: sent.append(sig))
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append(sig))
     events = Events(str(tmp_path / "e.jsonl"), "stage-0")
     db = StudentDatabase(sqlite3.connect(tmp_path / "d.db"), events, stall=Stall(events, 2))
     db.execute("CREATE TABLE t (a)")
@@ -451,8 +446,8 @@ def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5
     import sqlite3
     import threading
 
-    import deliverylab.grade.child as child
-    from deliverylab.grade.child import Stall, StudentDatabase
+    from deliverylab.grade.database import StudentDatabase
+    from deliverylab.grade.stall import Stall
 
     path = tmp_path / "effects.db"
     with sqlite3.connect(path) as conn:
@@ -486,7 +481,7 @@ def overlap(tmp_path: Path, solution: Path, monkeypatch, grace: float = 0.5
         successor.start()
         successor.join(grace)
 
-    monkeypatch.setattr(child.os, "kill", stop)
+    monkeypatch.setattr(os, "kill", stop)
     instance("stage-0", Stall(Events(str(tmp_path / "stall.jsonl"), "stage-0"), 1))
     successor.join(10)
     assert not successor.is_alive(), "the successor never finished: a deadlock"
@@ -574,10 +569,10 @@ def test_a_stalled_instance_ends_right_after_the_call_it_stalled_in(tmp_path: Pa
                                                                    monkeypatch):
     import sqlite3
 
-    import deliverylab.grade.child as child
-    from deliverylab.grade.child import Stall, run_handler
+    from deliverylab.grade.child import run_handler
+    from deliverylab.grade.stall import Stall
 
-    monkeypatch.setattr(child.os, "kill", lambda pid, sig: None)  # resumed at once
+    monkeypatch.setattr(os, "kill", lambda pid, sig: None)  # resumed at once
     db_path = tmp_path / "effects.db"
     with sqlite3.connect(db_path) as db:
         db.execute("CREATE TABLE orders (order_id TEXT NOT NULL, amount INTEGER)")

@@ -6,14 +6,15 @@ brokers is proved by tests/integration/grade's calibration."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import types
 from pathlib import Path
 
 import pytest
 
-import deliverylab.grade.child as child
-from deliverylab.grade.child import Events, KillPlan, StudentDatabase
+from deliverylab.grade.database import StudentDatabase
+from deliverylab.grade.events import Events, KillPlan
 from deliverylab.grade.exercises import exercise
 from deliverylab.grade.http_call import Payments, effect_counts
 from deliverylab.grade.search import CrashPoint
@@ -37,7 +38,7 @@ def dying(monkeypatch):
     def kill(pid, sig):
         raise Died()
 
-    monkeypatch.setattr(child.os, "kill", kill)
+    monkeypatch.setattr(os, "kill", kill)
 
 
 def test_pay_records_the_call_then_counts_it_as_a_boundary(tmp_path: Path, dying):

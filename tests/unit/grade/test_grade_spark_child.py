@@ -12,7 +12,8 @@ import pytest
 
 from deliverylab.grade import exercise
 from deliverylab.grade import spark_child as S
-from deliverylab.grade.child import Events, load_solution
+from deliverylab.grade.child import load_solution
+from deliverylab.grade.events import Events
 from deliverylab.grade.spark_run import crash_plan
 from deliverylab.history import read_json_lines
 from deliverylab.values import encode

@@ -13,7 +13,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from deliverylab.grade import stall as S
-from deliverylab.grade.child import Events, KillPlan, StudentProducer
+from deliverylab.grade.child import StudentProducer
+from deliverylab.grade.events import Events, KillPlan
 from deliverylab.history import read_json_lines
 
 
