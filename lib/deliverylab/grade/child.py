@@ -114,7 +114,8 @@ class StudentConsumer:
         """Recorded from the broker's answer, not from the call: an offset-less commit
         sends the *stored* offsets (with ``enable.auto.offset.store`` off, what the loop
         stored, which may be less than it consumed), and a partition the broker refused
-        was not committed though the call returned."""
+        was not committed though the call returned. Only a commit that committed
+        something is a crash point ("after your 2nd offset commit")."""
         if offsets is not None:
             asked = offsets_text(offsets)
         elif message is not None:
@@ -138,9 +139,12 @@ class StudentConsumer:
             self._events.write("commit", outcome="fail", detail=offsets_text(refused),
                                error="; ".join(sorted({str(tp.error) for tp in refused})))
         done = [tp for tp in answered if tp.error is None]
-        if done or not refused:
+        if done:
             self._events.write("commit", outcome="ok", detail=offsets_text(done))
-        self._plan.after("commit")
+            self._plan.after("commit")  # a commit that committed nothing is no boundary
+        elif not refused:  # an answer without an offset: librdkafka's _NO_OFFSET, put so
+            self._events.write("commit", outcome="fail", detail=asked,
+                               error="nothing committed: the answer holds no offset")
         return result
 
     def store_offsets(self, message: Any = None,

@@ -528,3 +528,61 @@ def test_an_offset_less_commit_is_recorded_with_the_stored_offsets_not_the_posit
         assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 10)] == [1]
     finally:
         c.close()
+
+
+COMMITS_GIVEN = '''
+from confluent_kafka import TopicPartition
+
+CONSUMER_SETTINGS = {"enable.auto.offset.store": False}
+
+def consume_loop(consumer, producer, output_topic, running):
+    done = False
+    while running():
+        msgs = [m for m in consumer.consume(num_messages=3, timeout=0.5) if not m.error()]
+        if msgs and not done:  # three consumed, the first two committed
+            COMMIT
+            done = True
+'''
+
+
+@pytest.mark.parametrize("commit", [
+    "consumer.commit(message=msgs[1], asynchronous=False)",
+    "consumer.commit(offsets=[TopicPartition(msgs[0].topic(), 0, 2)], asynchronous=False)",
+    "consumer.commit(message=msgs[1])",  # asynchronous: the grader waits for it anyway
+], ids=["message", "offsets", "message-async"])
+def test_a_commit_of_a_message_or_of_offsets_is_recorded_as_the_broker_holds_it(
+        tmp_path, mock, commit):
+    """A message's commit is its offset + 1, offsets given are committed as given: the
+    History says what the broker holds, whichever way the loop named it."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from deliverylab.grade import child
+
+    spec = _one_partition_spec(tmp_path, mock, COMMITS_GIVEN.replace("COMMIT", commit), 3,
+                               {"auto.offset.reset": "earliest", "enable.auto.commit": False})
+    topic, group = spec["input"], spec["group"]
+    assert child.run(spec) == 0
+    commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
+    assert [(e["outcome"], e["detail"]) for e in commits if e.get("how") is None] == [
+        ("ok", f"{topic}/0@2")], commits
+    c = Consumer({"bootstrap.servers": mock.bootstrap, "group.id": group})
+    try:
+        assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 10)] == [2]
+    finally:
+        c.close()
+
+
+def test_an_offset_less_commit_with_nothing_stored_is_a_failed_commit(tmp_path, mock):
+    """Nothing stored, nothing sent: librdkafka raises (_NO_OFFSET), the History records
+    a failed commit, and the student's exception ends the run as theirs."""
+    from deliverylab.grade import child
+
+    loop = STORES_LESS.replace("            consumer.store_offsets(message=msgs[0])\n", "")
+    assert "store_offsets" not in loop  # nothing is ever stored
+    spec = _one_partition_spec(tmp_path, mock, loop, 3, {
+        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    assert child.run(spec) == child.RAISED
+    commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
+    assert [(e["outcome"], e["detail"]) for e in commits if e.get("how") is None] == [
+        ("fail", "the stored offsets")], commits
+    assert "_NO_OFFSET" in commits[0]["error"] or "No offset" in commits[0]["error"], commits

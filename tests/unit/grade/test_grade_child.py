@@ -127,6 +127,35 @@ def test_a_partition_the_broker_refused_is_recorded_as_not_committed(tmp_path: P
     assert got == [("fail", "in/1@5", "REBALANCE_IN_PROGRESS"), ("ok", "in/0@3", None)]
 
 
+def test_a_commit_that_committed_nothing_is_a_failure_and_no_crash_point(tmp_path: Path,
+                                                                        monkeypatch):
+    """Every partition refused, or an answer without an offset: recorded as failed, and
+    a kill planned "after the 1st offset commit" waits for one that committed."""
+    from types import SimpleNamespace
+
+    from deliverylab.grade.search import CrashPoint
+
+    answers = [[SimpleNamespace(topic="in", partition=0, offset=3, error="NOT_COORDINATOR")],
+               [SimpleNamespace(topic="in", partition=0, offset=-1001, error=None)]]
+
+    class Answering(FakeConsumer):
+        def commit(self, **kw):
+            return answers.pop(0)
+
+    killed: list[int] = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: killed.append(sig))
+    events = Events(str(tmp_path / "e.jsonl"), "stage-0")
+    plan = KillPlan(events, CrashPoint.parse("commit#1"), cycle=("commit",))
+    c = StudentConsumer(Answering(), events, plan)
+    c.commit()
+    c.commit()
+    assert killed == []  # neither was the 1st commit: nothing was committed
+    got = [(e["outcome"], e["detail"], e.get("error")) for e in read(tmp_path / "e.jsonl")]
+    assert got == [("fail", "in/0@3", "NOT_COORDINATOR"),
+                   ("fail", "the stored offsets",
+                    "nothing committed: the answer holds no offset")], got
+
+
 def test_a_store_is_recorded_with_the_offsets_librdkafka_stores(tmp_path: Path):
     """A message's store is its offset + 1 (as librdkafka stores it); offsets given are
     recorded as given (an off-by-one store stays off by one in the History)."""
