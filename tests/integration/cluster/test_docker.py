@@ -210,6 +210,24 @@ class TestCluster:
         wait_for("the resumed follower back in the ISR",
                  lambda: node in view_from(cluster, leader, topic)[1], 60)
 
+    def test_a_pause_the_freezer_refuses_is_a_sigstop_and_resume_continues_it(
+            self, cluster, topic, monkeypatch):
+        """runc's cgroup-v1 freezer can give up on a loaded host ("unable to freeze"):
+        the broker is then stopped by SIGSTOP (here with no freezer try at all), its
+        processes show stopped, and resume continues them."""
+        monkeypatch.setattr(dk, "PAUSE_TRIES", 0)
+        cluster.create_topic(topic, partitions=1)
+        node = next(n for n in cluster.nodes if n != cluster.leader(topic, 0))
+        name = cluster.backend.container(node)
+        cluster.pause(node)
+        assert inspect(name)["State"]["Paused"] is False  # not frozen: stopped
+        assert cluster.backend._stopped_by_signal(name)
+        assert cluster.status()[node] == "paused"
+        cluster.resume(node)
+        assert not cluster.backend._stopped_by_signal(name)
+        assert cluster.status()[node] == "up" and not cluster.backend.signal_stopped
+        assert node in cluster.wait_isr(topic, 0, 3)
+
     def test_partition_isolates_a_node_from_its_peers_not_from_clients(self, cluster, topic):
         cluster.create_topic(topic, partitions=1, config={"min.insync.replicas": 2})
         leader = cluster.leader(topic, 0)
