@@ -55,6 +55,7 @@ def _backend_seeing(*states: dict) -> dk.DockerBackend:
         return {1: last[0]}
 
     backend._inspect = inspect  # type: ignore[method-assign]
+    backend.containers, backend.signal_stopped = {1: "kafka-1"}, set()
     return backend
 
 
