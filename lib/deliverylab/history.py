@@ -347,7 +347,7 @@ class JsonLines:
 
     The one way a process of the lab writes down, line by line, what it did for another
     to read after it died: op logs (:class:`OpLog`), the grader's events
-    (``grade.child.Events``), the HTTP service's ledger. Each record is one
+    (``grade.events.Events``), the HTTP service's ledger. Each record is one
     ``os.write`` of one whole line to a file opened ``O_APPEND``: nothing waits in a
     buffer of the process for a kill to lose, and two threads, or two processes sharing
     the file, never interleave their lines. No ``fsync``: a killed process's writes are
