@@ -493,18 +493,35 @@ def test_timer_commits_after_an_explicit_commit_are_recorded(tmp_path, mock):
                for e in commits[explicit[0] + 1:]), commits
 
 
-STORES_LESS = '''
+COMMITS_GIVEN = '''
+from confluent_kafka import TopicPartition
+
 CONSUMER_SETTINGS = {"enable.auto.offset.store": False}
 
 def consume_loop(consumer, producer, output_topic, running):
     done = False
     while running():
         msgs = [m for m in consumer.consume(num_messages=3, timeout=0.5) if not m.error()]
-        if msgs and not done:  # three consumed, the first one stored, all committed?
-            consumer.store_offsets(message=msgs[0])
-            consumer.commit(asynchronous=False)
+        if msgs and not done:  # three consumed; the placeholder below is the commit
+            COMMIT
             done = True
 '''
+
+
+#: The loop stores the first of three and makes an offset-less commit.
+STORES_LESS = COMMITS_GIVEN.replace("COMMIT", "consumer.store_offsets(message=msgs[0])\n"
+                                    "            consumer.commit(asynchronous=False)")
+
+
+def committed(mock, group: str, topic: str) -> int:
+    """The offset the broker holds for ``group`` on ``topic``'s partition 0."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": mock.bootstrap, "group.id": group})
+    try:
+        return c.committed([TopicPartition(topic, 0)], 10)[0].offset
+    finally:
+        c.close()
 
 
 def test_an_offset_less_commit_is_recorded_with_the_stored_offsets_not_the_position(
@@ -512,7 +529,6 @@ def test_an_offset_less_commit_is_recorded_with_the_stored_offsets_not_the_posit
     """librdkafka's offset-less commit sends what is *stored*; a loop that stores less
     than it consumed commits less than its position. The History must say what the
     broker got (offset 1), not the position (3): the grader judges what was promised."""
-    from confluent_kafka import Consumer, TopicPartition
 
     from deliverylab.grade import child
 
@@ -523,26 +539,7 @@ def test_an_offset_less_commit_is_recorded_with_the_stored_offsets_not_the_posit
     commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
     assert [(e["outcome"], e["detail"]) for e in commits if e.get("how") is None] == [
         ("ok", f"{topic}/0@1")], commits
-    c = Consumer({"bootstrap.servers": mock.bootstrap, "group.id": group})
-    try:  # and that is what the broker holds
-        assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 10)] == [1]
-    finally:
-        c.close()
-
-
-COMMITS_GIVEN = '''
-from confluent_kafka import TopicPartition
-
-CONSUMER_SETTINGS = {"enable.auto.offset.store": False}
-
-def consume_loop(consumer, producer, output_topic, running):
-    done = False
-    while running():
-        msgs = [m for m in consumer.consume(num_messages=3, timeout=0.5) if not m.error()]
-        if msgs and not done:  # three consumed, the first two committed
-            COMMIT
-            done = True
-'''
+    assert committed(mock, group, topic) == 1  # and that is what the broker holds
 
 
 @pytest.mark.parametrize("commit", [
@@ -554,7 +551,6 @@ def test_a_commit_of_a_message_or_of_offsets_is_recorded_as_the_broker_holds_it(
         tmp_path, mock, commit):
     """A message's commit is its offset + 1, offsets given are committed as given: the
     History says what the broker holds, whichever way the loop named it."""
-    from confluent_kafka import Consumer, TopicPartition
 
     from deliverylab.grade import child
 
@@ -565,11 +561,7 @@ def test_a_commit_of_a_message_or_of_offsets_is_recorded_as_the_broker_holds_it(
     commits = [e for e in read(tmp_path / "e.jsonl") if e["kind"] == "commit"]
     assert [(e["outcome"], e["detail"]) for e in commits if e.get("how") is None] == [
         ("ok", f"{topic}/0@2")], commits
-    c = Consumer({"bootstrap.servers": mock.bootstrap, "group.id": group})
-    try:
-        assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 10)] == [2]
-    finally:
-        c.close()
+    assert committed(mock, group, topic) == 2
 
 
 def test_an_offset_less_commit_with_nothing_stored_is_a_failed_commit(tmp_path, mock):
@@ -577,8 +569,7 @@ def test_an_offset_less_commit_with_nothing_stored_is_a_failed_commit(tmp_path, 
     a failed commit, and the student's exception ends the run as theirs."""
     from deliverylab.grade import child
 
-    loop = STORES_LESS.replace("            consumer.store_offsets(message=msgs[0])\n", "")
-    assert "store_offsets" not in loop  # nothing is ever stored
+    loop = COMMITS_GIVEN.replace("COMMIT", "consumer.commit(asynchronous=False)")
     spec = _one_partition_spec(tmp_path, mock, loop, 3, {
         "auto.offset.reset": "earliest", "enable.auto.commit": False})
     assert child.run(spec) == child.RAISED
