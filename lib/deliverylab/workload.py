@@ -41,17 +41,26 @@ CRASH_POINTS = {"before": "after_commit_before_process",
 
 
 @dataclass
-class ProduceReport:
-    """What one producer run did; the History holds the per-value detail."""
+class ClientReport:
+    """What one client process did, in counts: the History holds the per-value detail.
+
+    A producer run and a processing stage count different things; both name their
+    process and whether a successor's epoch fenced them (the zombie's end)."""
 
     process: str
+    fenced: bool = False
+
+
+@dataclass
+class ProduceReport(ClientReport):
+    """What one producer run did."""
+
     sent: int = 0
     acked: int = 0
     failed: int = 0
     unknown: int = 0
     transactions_committed: int = 0
     transactions_aborted: int = 0
-    fenced: bool = False
     seconds: float = 0.0
 
 
@@ -230,16 +239,14 @@ def _pace(t0: float, sent: int, rate: float) -> None:
 
 
 @dataclass
-class PipelineReport:
+class PipelineReport(ClientReport):
     """What one processing-stage instance did before it finished or crashed."""
 
-    process: str
     polled: int = 0
     processed: int = 0
     commits: int = 0
     rejected_commits: int = 0
     crashed: bool = False
-    fenced: bool = False
     values: list[str] = field(default_factory=list)
 
 
