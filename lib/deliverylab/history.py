@@ -73,6 +73,25 @@ def parse_value(text: str | ValueId) -> ValueId:
         raise bad_value("value", text, "'producer:seq', e.g. 'producer-0:17'") from None
 
 
+def offsets_detail(offsets: Iterable[Any]) -> str:
+    """A commit's offsets (anything with ``topic``, ``partition``, ``offset``, e.g.
+    confluent-kafka's TopicPartition) as an op's detail, ``topic/partition@offset,...``:
+    every committer writes this one format, so :func:`offsets_in` reads any of them."""
+    return ",".join(f"{tp.topic}/{tp.partition}@{tp.offset}" for tp in offsets)
+
+
+def offsets_in(detail: str | None) -> dict[tuple[str, int], int]:
+    """An op's detail as {(topic, partition): offset}: the parts :func:`offsets_detail`
+    wrote; anything else in it (a label such as ``commits/3``) is left out."""
+    found: dict[tuple[str, int], int] = {}
+    for part in (detail or "").replace(" ", ",").split(","):
+        topic, _, rest = part.rpartition("/")
+        partition, _, offset = rest.partition("@")
+        if topic and partition.isdigit() and offset.lstrip("-").isdigit():
+            found[topic, int(partition)] = int(offset)
+    return found
+
+
 @dataclass(frozen=True)
 class Op:
     """One attempted operation. Field meanings are the lab's recording contract.

@@ -27,7 +27,7 @@ from .clients import (
     is_fencing,
 )
 from .errors import LabError, bad_value
-from .history import History
+from .history import History, offsets_detail
 from .modes import DeliveryMode
 from .modes import mode as get_mode
 
@@ -424,12 +424,12 @@ class Pipeline:
     def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
-            self.history.record(self.process, "commit", "ok", detail=_offsets_text(offsets))
+            self.history.record(self.process, "commit", "ok", detail=offsets_detail(offsets))
             self.report.commits += 1
         except KafkaException as exc:
             # E.g. evicted from the group after a stall: the new owner has the partitions.
             self.history.record(self.process, "commit", "fail", error=exc,
-                                detail=_offsets_text(offsets))
+                                detail=offsets_detail(offsets))
             self.report.rejected_commits += 1
 
     def _commit_txn(self, producer: Producer, consumer: Consumer,
@@ -437,7 +437,7 @@ class Pipeline:
         try:
             producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
             self.history.record(self.process, "send_offsets", "ok", txn=txn,
-                                detail=_offsets_text(offsets))
+                                detail=offsets_detail(offsets))
             end_transaction(producer, "commit")
             self.history.record(self.process, "commit_txn", "ok", txn=txn)
             self.report.commits += 1
@@ -500,7 +500,3 @@ def _next_offsets(msgs: Iterable) -> list[TopicPartition]:
 
 def _offset_list(pending: dict[tuple[str, int], int]) -> list[TopicPartition]:
     return [TopicPartition(t, p, o) for (t, p), o in sorted(pending.items())]
-
-
-def _offsets_text(offsets: list[TopicPartition]) -> str:
-    return ",".join(f"{tp.topic}/{tp.partition}@{tp.offset}" for tp in offsets)

@@ -33,11 +33,11 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..clients import close_consumer, config
-from ..history import outcome_of
+from ..history import offsets_detail, outcome_of
 from ..values import decode
 from .callbacks import NONE_GIVEN, StudentCallbacks, student_traceback
 from .database import StudentDatabase
-from .events import Events, KillPlan, offsets_text, value_text
+from .events import Events, KillPlan, value_text
 from .http_call import Payments
 from .search import CrashPoint
 from .stall import Stall, TxnStall, auto_commits, timer_commit
@@ -117,9 +117,9 @@ class StudentConsumer:
         was not committed though the call returned. Only a commit that committed
         something is a crash point ("after your 2nd offset commit")."""
         if offsets is not None:
-            asked = offsets_text(offsets)
+            asked = offsets_detail(offsets)
         elif message is not None:
-            asked = offsets_text([TopicPartition(message.topic(), message.partition(),
+            asked = offsets_detail([TopicPartition(message.topic(), message.partition(),
                                                   message.offset() + 1)])
         else:
             asked = "the stored offsets"
@@ -136,11 +136,11 @@ class StudentConsumer:
         answered = [tp for tp in result or [] if tp.offset >= 0]
         refused = [tp for tp in answered if tp.error is not None]
         if refused:
-            self._events.write("commit", outcome="fail", detail=offsets_text(refused),
+            self._events.write("commit", outcome="fail", detail=offsets_detail(refused),
                                error="; ".join(sorted({str(tp.error) for tp in refused})))
         done = [tp for tp in answered if tp.error is None]
         if done:
-            self._events.write("commit", outcome="ok", detail=offsets_text(done))
+            self._events.write("commit", outcome="ok", detail=offsets_detail(done))
             self._plan.after("commit")  # a commit that committed nothing is no boundary
         elif not refused:  # an answer without an offset: librdkafka's _NO_OFFSET, put so
             self._events.write("commit", outcome="fail", detail=asked,
@@ -159,7 +159,7 @@ class StudentConsumer:
         result = self._c.store_offsets(**given)  # librdkafka names a wrong call itself
         stored = offsets if offsets is not None else [
             TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
-        self._events.write("store_offsets", outcome="ok", detail=offsets_text(stored))
+        self._events.write("store_offsets", outcome="ok", detail=offsets_detail(stored))
         self._plan.stores += 1
         self._plan.stored.update({(tp.topic, tp.partition): tp.offset for tp in stored})
         if self._plan.auto_commit:
@@ -204,7 +204,7 @@ class StudentProducer:
     def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: Any,
                                     *args: Any) -> Any:
         result = self._end("send_offsets", self._p.send_offsets_to_transaction, offsets,
-                           metadata, *args, detail=offsets_text(offsets))
+                           metadata, *args, detail=offsets_detail(offsets))
         self._plan.after("send_offsets")
         return result
 
@@ -326,10 +326,10 @@ def run_handler(spec: dict[str, Any], events: Events, consumer: Consumer,
             except KafkaException as exc:
                 if not (stalled or spec.get("overlap")):
                     raise
-                events.write("commit", outcome="fail", detail=offsets_text(offsets),
+                events.write("commit", outcome="fail", detail=offsets_detail(offsets),
                              error=str(exc))
             else:
-                events.write("commit", outcome="ok", detail=offsets_text(offsets))
+                events.write("commit", outcome="ok", detail=offsets_detail(offsets))
         if stalled:
             break
     db.close()
@@ -394,7 +394,7 @@ def run(spec: dict[str, Any]) -> int:
             # synchronous commit() (every commit of StudentConsumer) answers through a
             # callback of its own (Consumer.c, rd_kafka_commit_queue), never on_commit.
             events.write("commit", outcome="ok" if err is None else "fail", how="auto",
-                         detail=offsets_text([tp for tp in offsets if tp.offset >= 0]),
+                         detail=offsets_detail([tp for tp in offsets if tp.offset >= 0]),
                          error=str(err) if err is not None else None)
             if err is None and not plan.stores:  # a loop that stores: counted at its store
                 plan.after("commit")

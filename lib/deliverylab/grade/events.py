@@ -14,8 +14,6 @@ import signal
 import time
 from typing import Any
 
-from confluent_kafka import TopicPartition
-
 from ..history import JsonLines
 from ..values import decode
 from .search import CallCounter, CrashPoint
@@ -37,10 +35,6 @@ def value_text(raw: bytes | str | None) -> str | None:
         return str(decode(raw)) if raw is not None else None
     except ValueError:
         return None
-
-
-def offsets_text(offsets: list[TopicPartition]) -> str:
-    return ",".join(f"{tp.topic}/{tp.partition}@{tp.offset}" for tp in offsets)
 
 
 class KillPlan:

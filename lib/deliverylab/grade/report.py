@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..history import Op
+from ..history import Op, offsets_in
 from .exercises import Exercise, Property
 from .runner import Run
 
@@ -109,13 +109,7 @@ def _line(op: Op, topics: tuple[str, str]) -> str:
 def _covers(op: Op, topic: str, partition: int, offset: int) -> bool:
     """Does this commit op's detail (``topic/p@o,...``, maybe after a label such as
     ``commits/3``) move ``partition`` past ``offset``?"""
-    for part in (op.detail or "").replace(" ", ",").split(","):
-        name, _, rest = part.rpartition("/")
-        p, _, o = rest.partition("@")
-        if name == topic and p.isdigit() and o.lstrip("-").isdigit():
-            if int(p) == partition and int(o) > offset:
-                return True
-    return False
+    return offsets_in(op.detail).get((topic, partition), offset) > offset
 
 
 def anomaly_value(run: Run, prop: Property) -> str | None:

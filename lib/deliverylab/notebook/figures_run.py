@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from ..errors import bad_value
+from ..history import offsets_in
 from .diagram import FONT, ROW, boundary, canvas, cells, key, sequence
 from .plots import COLORS
 
@@ -240,12 +241,7 @@ def _spans(points: list[tuple[int, int]]) -> str:
 def _committed(detail: str | None) -> dict[int, int]:
     """A commit op's detail (``topic/partition@offset,...``, the Pipeline's record of the
     offsets it committed) as {partition: offset}."""
-    out = {}
-    for part in (detail or "").split(","):
-        where, _, offset = part.rpartition("@")
-        if where and offset.lstrip("-").isdigit():
-            out[int(where.rpartition("/")[2])] = int(offset)
-    return out
+    return {partition: offset for (_, partition), offset in offsets_in(detail).items()}
 
 
 def consumer_stall(run: Any, history: Any) -> Figure:
