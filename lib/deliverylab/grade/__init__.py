@@ -56,7 +56,8 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     ``seed_list``) on ``cluster`` (default: a one-broker cluster with a fault proxy,
     started here and stopped afterwards). A file that cannot run (it does not compile,
     or lacks the function) is named in one line, before any cluster starts. ``show``
-    prints the report (and, in a notebook, draws the failing cells' timelines); ``out``
+    prints the report (and, in a notebook, draws the failing cells' timelines; after a
+    whole grade that passed, the lab's own solution and how the student's differs); ``out``
     also writes the JSON result. ``until_fails`` (a property's name) skips a fault's
     remaining crash points for a seed once one run failed it: the calibration asks
     only whether a wrong solution's cell is caught.
@@ -115,6 +116,10 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     if show:
         print(report, flush=True)
         _draw(report)
+        if report.ok and faults is None and only is None:  # a whole grade, passed
+            from .compare import lab_loop
+
+            print("\n" + lab_loop(ex, path), flush=True)
     return report
 
 
