@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from deliverylab.process.children import (
     start_reaper,
     tail,
 )
+from deliverylab.waiting import wait_until
 
 LIB = str(Path(__file__).resolve().parents[3] / "lib")
 
@@ -50,10 +50,8 @@ def test_kill_takes_the_whole_process_group(tmp_path):
         grandchild = int(proc.stdout.readline())
         children.kill(proc)
         assert proc.returncode is not None
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _alive(grandchild):
-            time.sleep(0.05)
-        assert not _alive(grandchild)
+        wait_until(f"the grandchild {grandchild} to end with its group",
+                   lambda: not _alive(grandchild), 5, interval=0.05)
         assert children.alive == []
     finally:
         children.close()

@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from deliverylab.chapters.transactions.zombie import GENERATION_FENCING, _stopped, judge
 from deliverylab.history import History, Read
+from deliverylab.waiting import wait_until
 
 IN, OUT = "zin", "zout"
 
@@ -84,10 +84,8 @@ def test_a_child_that_stopped_itself_is_seen_stopped(tmp_path: Path):
             "os.kill(os.getpid(), signal.SIGSTOP)")
     proc = subprocess.Popen([sys.executable, "-c", code])
     try:
-        end = time.monotonic() + 10
-        while not _stopped(proc.pid, flag):
-            assert time.monotonic() < end, "the child never stopped"
-            time.sleep(0.05)
+        wait_until("the child to stop itself (SIGSTOP)", lambda: _stopped(proc.pid, flag), 10,
+                   interval=0.05)
         assert proc.poll() is None  # stopped, not reaped
     finally:
         os.kill(proc.pid, signal.SIGCONT)

@@ -11,7 +11,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -21,6 +20,7 @@ from deliverylab.classroom.hub import hub as hub_module
 from deliverylab.classroom.hub.settings import SERVICE_MARK
 from deliverylab.errors import LabError
 from deliverylab.process.ports import free_ports
+from deliverylab.waiting import wait_until
 
 from .class_settings import settings
 
@@ -103,10 +103,9 @@ def test_a_hub_that_exits_at_start_leaves_no_service_running(fake_hub):
     with pytest.raises(LabError, match="exited with code 1"):
         hub.start(timeout=30)
     pid = int((Path(hub.settings.state) / "service.pid").read_text())
-    deadline = time.monotonic() + 10  # SIGKILLed by start; its reaper is init's
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not running(pid), "the service of a hub that failed to start still runs"
+    # SIGKILLed by start; its reaper is init's
+    wait_until("the service of a hub that failed to start to end", lambda: not running(pid),
+               10, interval=0.1)
     assert hub.children is None  # the reaper was released: nothing left for it
 
 
@@ -119,10 +118,8 @@ def test_stopping_the_hub_stops_its_services_and_the_hub(fake_hub):
         hub.settings.venv_bin  # the local path: the services run the students' Python
     hub.stop()
     assert hub.proc.poll() is not None
-    deadline = time.monotonic() + 10
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not running(pid), "the hub's service outlived its stop"
+    wait_until("the hub's service to end with its stop", lambda: not running(pid), 10,
+               interval=0.1)
 
 
 def test_on_the_docker_path_the_dashboard_gets_a_python_nobody_can_run(

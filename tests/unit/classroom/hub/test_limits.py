@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from deliverylab.classroom.hub import limits as caps
 from deliverylab.classroom.hub.limits import GROUP, V1, V2, Limits
 from deliverylab.classroom.hub.settings import HubSettings
 from deliverylab.errors import LabError, TimedOut
+from deliverylab.waiting import wait_until
 
 
 def unified(tmp_path: Path, controllers: str = "cpuset cpu io memory hugetlb pids rdma",
@@ -174,10 +174,9 @@ def test_a_students_cgroup_caps_memory_and_cpu_and_holds_its_children():
         assert int((mem / "memory.limit_in_bytes").read_text()) == 256 * 2**20
         cpu = limits.root / "cpu" / GROUP / limits.name
         assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50_000
-        deadline = time.monotonic() + 10
-        while len(limits.pids()) < 2:  # the shell's background child is inside too
-            assert time.monotonic() < deadline, f"pids in the cgroup: {limits.pids()}"
-            time.sleep(0.05)
+        wait_until("the shell and its background child in the cgroup",
+                   lambda: len(limits.pids()) >= 2, 10, interval=0.05,
+                   explain=lambda: f"; pids in the cgroup: {limits.pids()}")
         assert proc.pid in limits.pids() and limits.peak_bytes() > 0
     finally:
         for pid in limits.pids():

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from deliverylab.classroom.hub import users
 from deliverylab.errors import LabError
+from deliverylab.waiting import wait_until
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="setuid to another uid needs root")
@@ -20,10 +20,8 @@ def test_sweep_kills_every_process_of_the_uid_however_detached():
     proc = subprocess.Popen(["/bin/sh", "-c", "setsid sleep 300 & exec sleep 300"],
                             start_new_session=True, user=uid, group=uid, cwd="/")
     try:
-        deadline = time.monotonic() + 10
-        while len(users.processes_of(uid)) < 2:  # the child and its detached grandchild
-            assert time.monotonic() < deadline, "the test's processes did not start"
-            time.sleep(0.05)
+        wait_until("the test's processes to start (the child and its detached grandchild)",
+                   lambda: len(users.processes_of(uid)) >= 2, 10, interval=0.05)
         users.sweep(uid, timeout=10)
         assert users.processes_of(uid) == []
         assert proc.wait(5) == -9
