@@ -30,6 +30,7 @@ from deliverylab.proxy.framing import (
     parse_response_error,
 )
 from deliverylab.proxy.proxy import AckLoss, Hold, Proxy
+from deliverylab.waiting import wait_until
 
 # --- building frames by hand ---------------------------------------------------------
 
@@ -271,15 +272,6 @@ def connect(proxy: Proxy) -> socket.socket:
     return socket.create_connection(("127.0.0.1", proxy.listen_port), timeout=2)
 
 
-def wait_for(probe, timeout: float = 2.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if probe():
-            return True
-        time.sleep(0.01)
-    return probe()
-
-
 def test_ordinary_traffic_passes_unchanged(proxy, broker):
     big = produce(2, payload=bytes(range(256)) * 4096)  # 1 MB, arrives in many chunks
     with connect(proxy) as c:
@@ -442,7 +434,8 @@ def test_reset_drops_live_connections(proxy, broker):
         assert broker.responses(c, 1) == [1]
         assert proxy.reset() == 1
         assert closed_by_peer(c)
-    assert wait_for(lambda: proxy.stats()["connections_open"] == 0)
+    wait_until("the proxy to count no open connection",
+               lambda: proxy.stats()["connections_open"] == 0, 2.0, interval=0.01)
     with connect(proxy) as c:  # new connections work as before
         c.sendall(request(18, 3, 2))
         assert broker.responses(c, 1) == [2]
@@ -533,7 +526,8 @@ def test_hold_keeps_a_request_from_the_broker_and_injects_it_later(proxy, broker
         assert hold.wait(2) and broker.cids() == [1]  # nothing behind it went on either
         assert hold.held[0].frame == end_txn and "hold" not in proxy.faults()
     assert hold.inject() == ["INVALID_TXN_STATE"]  # on a connection of its own
-    assert wait_for(lambda: broker.cids() == [1, 2])
+    wait_until("the injected EndTxn (cid 2) at the broker after cid 1",
+               lambda: broker.cids() == [1, 2], 2.0, interval=0.01)
     assert hold.held[0].how == "injected"
 
 

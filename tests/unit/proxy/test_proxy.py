@@ -14,7 +14,6 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ import pytest
 from deliverylab.cluster import free_ports
 from deliverylab.errors import LabError
 from deliverylab.proxy.proxy import AckLoss, Proxy
+from deliverylab.waiting import wait_until
 
 END_TXN = 26
 LIB = str(Path(__file__).resolve().parents[3] / "lib")
@@ -74,14 +74,12 @@ time.sleep(60)
 """
 
 
-def gone(pid: int, within: float) -> bool:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)
+def gone(pid: int) -> bool:
+    """No process ``pid`` any more: signal 0 finds none."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
     return False
 
 
@@ -94,7 +92,8 @@ def test_the_proxy_process_dies_with_its_owner(broker, tmp_path):
         assert [p.name for p in tmp_path.iterdir()] == [f"deliverylab-proxy-{owner.pid}.log"]
         os.kill(owner.pid, signal.SIGKILL)  # a kernel restart: no cleanup code runs
         owner.wait(5)
-        assert gone(child, 5), f"proxy process {child} outlived its owner"
+        wait_until(f"proxy process {child} to end with its owner", lambda: gone(child), 5,
+                   interval=0.05)
         assert list(tmp_path.iterdir()) == [], "the proxy process left its empty log"
     finally:
         owner.kill()
@@ -120,5 +119,7 @@ def test_the_proxy_process_ends_with_the_last_proxy(broker, tmp_path):
                          env={**os.environ, "TMPDIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     pid, ended = out.stdout.split()
-    assert ended == "True" and gone(int(pid), 5)
+    assert ended == "True"
+    wait_until(f"proxy process {pid} to end with the last proxy", lambda: gone(int(pid)), 5,
+               interval=0.05)
     assert list(tmp_path.iterdir()) == [], "the proxy process left its empty log"
