@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from http.server import ThreadingHTTPServer
 
 from deliverylab.services import http as H
+from deliverylab.waiting import wait_until
 
 
 def test_call_log_applies_one_effect_per_key(tmp_path):
@@ -35,8 +37,8 @@ def test_call_reaches_a_server_with_its_key(tmp_path, monkeypatch):
     monkeypatch.setattr(ThreadingHTTPServer, "serve_forever", capture)
     thread = threading.Thread(target=H.serve, args=(0, tmp_path / "c.jsonl"), daemon=True)
     thread.start()
-    while not servers:
-        threading.Event().wait(0.01)
+    # no deadline of its own, as before: pytest's timeout bounds the test
+    wait_until("H.serve to reach serve_forever", lambda: servers, math.inf, interval=0.01)
     url = f"http://127.0.0.1:{servers[0].server_address[1]}"
     try:
         assert H.call(url, {"run": "r", "message_id": "o:1"}, "k")["replayed"] is False
