@@ -8,7 +8,6 @@ student's click does, minus the rendering (tests/browser covers that).
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from deliverylab.cluster import Cluster
 from deliverylab.history import History
 from deliverylab.nemesis import FaultRecord, Nemesis
 from deliverylab.notebook.widgets import FaultPanel, FaultSpec, current_leader, fault_buttons
+from deliverylab.waiting import wait_until
 from deliverylab.workload import ProducerWorkload
 
 
@@ -27,14 +27,6 @@ def nemesis(cluster: Cluster) -> Nemesis:
 @pytest.fixture
 def topic(cluster: Cluster, topic_name: str) -> str:
     return cluster.create_topic(topic_name, partitions=3, replication_factor=3)
-
-
-def _wait(predicate, what: str, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.mark.cluster
@@ -65,7 +57,8 @@ def test_kill_leader_button_kills_it_and_the_status_line_follows(cluster, nemesi
 
         # The controller moves leadership; a refresh shows the new leader.
         new = cluster.wait_leader(topic, 0, exclude=(leader,), timeout=30)
-        _wait(lambda: f"p0->{new}" in panel.refresh(), f"p0->{new} in the status line")
+        wait_until(f"p0->{new} in the status line", lambda: f"p0->{new}" in panel.refresh(),
+                   30.0, interval=0.2)
     finally:
         panel.close()
 
@@ -153,8 +146,9 @@ def test_status_counts_the_history_and_auto_refresh_stops(cluster, nemesis, topi
         assert panel.auto_refreshing
         ProducerWorkload(cluster, topic, "AT_LEAST_ONCE", history=history).run(7)
         # No explicit refresh: the background thread picks the sends up.
-        _wait(lambda: "sends: 7 recorded, 7 acked, 0 unknown" in panel.status_text,
-              "the auto-refresh to count 7 acked sends", timeout=10)
+        wait_until("the auto-refresh to count 7 acked sends",
+                   lambda: "sends: 7 recorded, 7 acked, 0 unknown" in panel.status_text, 10,
+                   interval=0.2)
     finally:
         panel.close()
     assert not panel.auto_refreshing
@@ -200,7 +194,8 @@ def test_auto_refresh_ends_when_the_cluster_stops() -> None:
     try:
         assert panel.auto_refreshing
         fake.stopped.set()
-        _wait(lambda: not panel.auto_refreshing, "the refresh thread to end", timeout=5)
+        wait_until("the refresh thread to end", lambda: not panel.auto_refreshing, 5,
+                   interval=0.2)
         assert panel.status_text.startswith("cluster stopped")
         press = panel.press("Fail")
         assert panel.lines == [press.line()]
