@@ -52,6 +52,7 @@ from deliverylab.classroom.hub.network import ClassNetwork
 from deliverylab.classroom.hub.users import processes_of
 from deliverylab.errors import LabError
 from deliverylab.process.ports import free_ports
+from deliverylab.waiting import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.solo,
               lanes.HOST, pytest.mark.browser, pytest.mark.timeout(900)]
@@ -99,14 +100,6 @@ def _connect(targets):
 """
 
 
-def wait_for(what: str, predicate: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise LabError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.5)
-
-
 BOARD = f"/services/{dashboard.NAME}/"
 #: Each student row of the dashboard: student, chapter, claim, memory (see dashboard.page).
 ROWS_JS = ("trs => trs.map(t => [t.dataset.student, t.dataset.chapter, "
@@ -146,19 +139,21 @@ def wait_for_rows(page, what: str, done: Callable[[list], bool], timeout: float,
     raises after ``timeout`` naming the rows last seen (or at once if ``failed`` does)."""
     from playwright.sync_api import Error as PlaywrightError
 
-    deadline, rows = time.monotonic() + timeout, None
-    while True:
+    seen: list = [None]  # the rows of the last look, for the timeout's message
+
+    def rows_done() -> tuple[list] | None:
         try:
-            rows = page.eval_on_selector_all("#students tr[data-student]", ROWS_JS)
+            seen[0] = page.eval_on_selector_all("#students tr[data-student]", ROWS_JS)
         except PlaywrightError:  # between two reloads
-            rows = None
-        if rows is not None and done(rows):
-            return rows
+            seen[0] = None
+        if seen[0] is not None and done(seen[0]):
+            return (seen[0],)  # in a 1-tuple: rows that are done may be falsy
         failed()
-        if time.monotonic() > deadline:
-            raise LabError(f"timed out after {timeout:.0f} s waiting for the dashboard "
-                           f"to show {what}; last rows seen: {rows}")
-        page.wait_for_timeout(500)
+        return None
+
+    [rows] = wait_until(f"the dashboard to show {what}", rows_done, timeout, interval=0.5,
+                        explain=lambda: f"; last rows seen: {seen[0]}")
+    return rows
 
 
 def server_pid(uid: int) -> int:
@@ -343,9 +338,10 @@ def test_three_students_at_once(start_hub, class_cache: Path, browser, artifacts
     assert javas, "ben's broker JVM is not running under ben's uid"
     kernels["ben"].close()
     os.kill(kernel_pids["ben"], signal.SIGKILL)
-    wait_for("every process of ben's killed kernel to end",
-             lambda: not before & set(processes_of(ben)), 60)
-    wait_for(f"the reaper to remove {workdir}", lambda: not workdir.exists(), 30)
+    wait_until("every process of ben's killed kernel to end",
+               lambda: not before & set(processes_of(ben)), 60, interval=0.5)
+    wait_until(f"the reaper to remove {workdir}", lambda: not workdir.exists(), 30,
+               interval=0.5)
     assert not [p for p in processes_of(ben) if psutil.Process(p).name() == "java"]
 
     print(f"ben's killed kernel checked {time.monotonic() - t_idle:.0f} s into the idle")
