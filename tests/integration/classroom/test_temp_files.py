@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 from tests import lanes
 
 from deliverylab.process.children import child_env
+from deliverylab.waiting import wait_until
 
 # Solo: the comparison of /tmp is only a fact when nothing else on the machine writes
 # JVM-named entries there meanwhile -- beside it, another worker's cluster
@@ -134,10 +134,9 @@ def test_a_run_leaves_nothing_in_the_shared_tmp(tmp_path: Path, ending: str):
         else:
             os.kill(child.pid, signal.SIGKILL)
             child.wait(30)
-        deadline = time.monotonic() + 60
-        while alive := [p for p in everything if running(p)]:
-            assert time.monotonic() < deadline, f"the run's processes outlived it: {alive}"
-            time.sleep(0.5)
+        wait_until("the run's processes to end with it",
+                   lambda: not [p for p in everything if running(p)], 60, interval=0.5,
+                   explain=lambda: f"; still running: {[p for p in everything if running(p)]}")
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)

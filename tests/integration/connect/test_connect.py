@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 
 import psutil
@@ -20,6 +19,7 @@ import pytest
 
 from deliverylab.cluster import Cluster
 from deliverylab.connect.connect import Connect, ConnectError
+from deliverylab.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -70,13 +70,13 @@ def test_no_worker_outlives_a_killed_kernel():
     finally:
         owner.send_signal(signal.SIGKILL)  # what a kernel restart does
         owner.wait(10)
-    end = time.monotonic() + 20
-    alive = pids
-    while alive and time.monotonic() < end:
-        alive = [p for p in pids if psutil.pid_exists(p)
-                 and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-        time.sleep(0.2)
-    assert alive == [], f"workers {alive} outlived their owner"
+
+    def alive() -> list[int]:
+        return [p for p in pids if psutil.pid_exists(p)
+                and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+    wait_until(f"workers {pids} to end with their owner", lambda: not alive(), 20,
+               interval=0.2, explain=lambda: f"; still alive: {alive()}")
 
 
 # --- chapter 07's central claim, k runs of each side -------------------------------------

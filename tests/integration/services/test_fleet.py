@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -16,6 +15,7 @@ from deliverylab.chapters.side_effects.runs import run_fault
 from deliverylab.cluster import Cluster
 from deliverylab.nemesis import Nemesis
 from deliverylab.services.fleet import SideEffects
+from deliverylab.waiting import Deadline, wait_until
 
 LIB = str(Path(__file__).resolve().parents[3] / "lib")
 
@@ -90,11 +90,9 @@ def test_killed_kernel_leaves_no_database_http_service_or_instance(tmp_path):
     dirs = [Path(d) for d in dirs_part.split()]
     assert len(pids) == 4, line  # PostgreSQL, the HTTP service, two instances
     assert _gone(kernel_pid)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not all(_gone(p) for p in pids):
-        time.sleep(0.2)
-    left = [p for p in pids if not _gone(p)]
-    assert left == [], f"processes outlived the kernel: {left}"
-    while time.monotonic() < deadline and any(d.exists() for d in dirs):
-        time.sleep(0.2)
-    assert not any(d.exists() for d in dirs)
+    deadline = Deadline(20)  # one for both waits, as before
+    wait_until("the kernel's processes to end with it", lambda: all(_gone(p) for p in pids),
+               deadline, interval=0.2,
+               explain=lambda: f"; still running: {[p for p in pids if not _gone(p)]}")
+    wait_until(f"{[str(d) for d in dirs]} to be removed",
+               lambda: not any(d.exists() for d in dirs), deadline, interval=0.2)
