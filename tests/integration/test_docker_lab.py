@@ -26,6 +26,7 @@ from tests import lanes
 
 from deliverylab.cluster import docker as dk
 from deliverylab.cluster.cluster import free_ports
+from deliverylab.waiting import wait_until
 
 # solo: a chapter's clean-up is judged by every lab container on the engine (the chapter
 # inside the lab names its own cluster), which another test running beside it would add to;
@@ -137,11 +138,13 @@ def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(
             except (OSError, urllib.error.URLError):
                 return None
 
-        end = time.monotonic() + 120
-        while answers() != 200 and time.monotonic() < end:
-            time.sleep(1)
-        assert answers() == 200, subprocess.run([*base, "logs", "--no-color"], env=env,
-                                                capture_output=True, text=True).stdout[-2000:]
+        def logs() -> str:
+            return "; its logs: " + subprocess.run(
+                [*base, "logs", "--no-color"], env=env, capture_output=True,
+                text=True).stdout[-2000:]
+
+        wait_until(f"JupyterLab to answer on 127.0.0.1:{port}", lambda: answers() == 200, 120,
+                   interval=1, explain=logs)
         lines = subprocess.run(["ss", "-Htln", f"sport = :{port}"], capture_output=True,
                                text=True).stdout.splitlines()
         local = sorted({line.split()[3] for line in lines})
@@ -158,11 +161,8 @@ def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(
             return subprocess.run([*base, "exec", "-T", "lab", "cat", "/tmp/project"], env=env,
                                   capture_output=True, text=True, timeout=60).stdout.strip()
 
-        end = time.monotonic() + 240
-        while not cluster_project() and time.monotonic() < end:
-            time.sleep(2)
-        name = cluster_project()
-        assert name, "the cluster in the lab container did not start"
+        name = wait_until("the cluster in the lab container to start", cluster_project, 240,
+                          interval=2)
         assert len(dk.leftovers(name)) == 3  # one broker container, two networks
     finally:
         subprocess.run([*base, "down", "--remove-orphans"], env=env, capture_output=True,
@@ -196,12 +196,9 @@ def test_stopping_the_lab_spares_a_watchdog_s_removal_in_progress(lab_image: str
         started = subprocess.run(["docker", "exec", "-u", "lab", name, "python", "-c", owner],
                                  capture_output=True, text=True, timeout=60)
         assert started.returncode == 0, started.stderr
-        end = time.monotonic() + 30
-        while time.monotonic() < end and not subprocess.run(
-                ["docker", "exec", name, "pgrep", "-f", "sleep 15"],
-                capture_output=True, text=True, timeout=60).stdout.strip():
-            time.sleep(0.5)
-        assert time.monotonic() < end, "the watchdog never started its clean-up"
+        wait_until("the watchdog to start its clean-up", lambda: subprocess.run(
+            ["docker", "exec", name, "pgrep", "-f", "sleep 15"],
+            capture_output=True, text=True, timeout=60).stdout.strip(), 30, interval=0.5)
         stop = subprocess.run(["docker", "stop", "-t", "60", name], capture_output=True,
                               text=True, timeout=120)
         assert stop.returncode == 0, stop.stderr

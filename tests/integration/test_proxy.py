@@ -18,6 +18,7 @@ from deliverylab.history import History
 from deliverylab.nemesis import Nemesis
 from deliverylab.readers import read_records
 from deliverylab.schedule import Schedule, Sent
+from deliverylab.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
 REPEAT = 5
@@ -106,9 +107,13 @@ def test_partitioned_client_times_out_and_heal_restores(cluster: Cluster):
     healed = nemesis.heal()
     assert "healed the proxies" in healed.did
     producer.produce(topic, b"after", on_delivery=lambda err, _m: reports.append(err))
-    end = time.monotonic() + 30
-    while len(reports) < 3 and time.monotonic() < end:
-        producer.poll(0.2)
+
+    def reported() -> bool:
+        producer.poll(0.2)  # serves the delivery report; the pause between two looks
+        return len(reports) >= 3
+
+    wait_until("the delivery report of the record sent after the heal", reported, 30,
+               interval=0)
     assert reports[2] is None, reports[2]
     assert [r.name for r in nemesis.records] == ["partition_client", "heal"]
     # Faults are History ops, on the clients' clock.

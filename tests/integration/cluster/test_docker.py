@@ -17,10 +17,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -32,6 +32,7 @@ from deliverylab.cluster import docker as dk
 from deliverylab.cluster.properties import server_properties
 from deliverylab.readers import read_records
 from deliverylab.runtime import classpaths
+from deliverylab.waiting import wait_until
 
 # A fresh machine installs the engine and debootstraps the image inside the first test's
 # set-up (minutes, once); the suite's 600 s per test is too short for that.
@@ -95,18 +96,10 @@ def view_from(cluster: Cluster, node: int, topic: str) -> tuple[int, list[int]]:
     return meta.leader, list(meta.isrs)
 
 
-def wait_for(what: str, probe, timeout: float = 40.0, interval: float = 0.5):
-    end = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < end:
-        try:
-            last = probe()
-            if last:
-                return last
-        except Exception as exc:  # noqa: BLE001 - a broker in flux answers with errors
-            last = exc
-        time.sleep(interval)
-    raise AssertionError(f"{what} never held within {timeout:.0f}s (last: {last!r})")
+def wait_for(what: str, probe: Callable[[], Any], timeout: float) -> Any:
+    """``waiting.wait_until`` every 0.5 s, any error meaning "not yet": a broker in flux
+    answers with errors."""
+    return wait_until(what, probe, timeout, interval=0.5, retry=(Exception,))
 
 
 def inspect(name: str) -> dict:
