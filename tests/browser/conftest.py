@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from deliverylab.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -112,20 +113,18 @@ class JupyterLab:
 
 
 def _wait_http(lab: JupyterLab, timeout: float) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    def alive() -> None:  # a JupyterLab that exited fails at once, not at the timeout
         if lab.proc.poll() is not None:
             pytest.fail(f"JupyterLab exited with code {lab.proc.returncode}:\n"
                         + lab.log_tail())
-        try:
-            with urllib.request.urlopen(lab.url("api/status"), timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.3)
-    pytest.fail(f"JupyterLab did not answer on {lab.base_url} within {timeout}s:\n"
-                + lab.log_tail())
+
+    def answers() -> bool:
+        with urllib.request.urlopen(lab.url("api/status"), timeout=2) as resp:
+            return resp.status == 200
+
+    wait_until(f"JupyterLab to answer on {lab.base_url}", answers, timeout, check=alive,
+               interval=0.3, retry=(urllib.error.URLError, OSError),
+               explain=lambda: ";\n" + lab.log_tail())
 
 
 def _stop(lab: JupyterLab) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import pwd
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from deliverylab.classroom.hub.users import processes_of
+from deliverylab.waiting import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -43,11 +43,9 @@ def test_a_student_logs_in_and_opens_chapter_0(start_hub, page, artifacts: str):
         page.screenshot(path=str(shot))
 
     uid = pwd.getpwnam(s.unix_name("dee")).pw_uid
-    deadline = time.monotonic() + 60
-    while not any("ipykernel" in " ".join(psutil.Process(p).cmdline())
-                  for p in processes_of(uid)):
-        assert time.monotonic() < deadline, "no kernel runs as dee for the open chapter"
-        time.sleep(0.5)
+    wait_until("a kernel running as dee for the open chapter",
+               lambda: any("ipykernel" in " ".join(psutil.Process(p).cmdline())
+                           for p in processes_of(uid)), 60, interval=0.5)
     home = Path(s.home("dee"))
     assert oct(home.stat().st_mode & 0o777) == "0o700"
     assert os.stat(home / "labs" / "00_tour.ipynb").st_uid == uid
