@@ -47,6 +47,7 @@ from deliverylab.classroom.sizing.measure import Memory, Sampler, total_memory
 from deliverylab.errors import LabError, bad_value
 from deliverylab.process.ports import free_ports
 from deliverylab.runtime.profile import PROFILES
+from deliverylab.waiting import verdict_within
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("ann", "ben", "cat", "dan", "eve", "fay", "gus", "hal", "ivy", "jon")
@@ -95,12 +96,15 @@ def server_pids(uid: int) -> set[int]:
 def left_after(uid: int, keep: set[int], timeout: float = 60.0) -> list[str]:
     """The student's processes besides the server still there ``timeout`` s after the
     kernel's shutdown, as ``pid name`` (the next chapter must start from a clean slate)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        pids = [p for p in processes_of(uid) if p not in keep]
-        if not pids or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    pids: list[int] = []  # the last look's: what is left when the time is up
+
+    def none_left() -> bool:
+        pids[:] = [p for p in processes_of(uid) if p not in keep]
+        return not pids
+
+    # running out of time is the answer here: the report lists what was left
+    verdict_within(f"uid {uid}'s processes besides the server to end", none_left, timeout,
+                   interval=0.5)
     out = []
     for pid in pids:
         try:
