@@ -240,6 +240,24 @@ def wait_loops() -> dict[str, tuple[int, str]]:
     return found
 
 
+#: The folders outside the package rule 4 reads too: the tests and the benches wait for
+#: the same things the package does (a process to end, a port to answer, a leader).
+OUTSIDE_LIB = ("tests", "bench")
+
+
+def wait_loops_outside_lib(root: Path = ROOT) -> dict[str, tuple[int, str]]:
+    """:func:`wait_loops_in` over every file of ``root``'s tests/ and bench/, at any
+    depth, keyed ``path:qualname`` with the path from ``root``
+    (``tests/unit/notebook/test_stream.py:_Workload.run``): they are no modules of the
+    package, and two test files may share a name."""
+    found: dict[str, tuple[int, str]] = {}
+    for folder in OUTSIDE_LIB:
+        for path in sorted((root / folder).rglob("*.py")):
+            found.update(wait_loops_in(ast.parse(path.read_text(), str(path)),
+                                       path.relative_to(root).as_posix()))
+    return found
+
+
 # --- rule 5: read-backs made by hand ------------------------------------------------
 
 

@@ -4,11 +4,11 @@ The rules are :data:`RULES`, the same list, in the same order and words, as the 
 "The rules that hold the house together" (a test compares them; the map says why each
 holds). Every test here names in its docstring the rule it checks (``Rule 4: ...``), and
 every rule has a test; a rule with an exception names it in an allow-list of this module
-(``NOT_WAITS``, ``NOT_READ_BACKS``, ``NOT_OP_LOGS``, ``NO_KIT``), each entry with why, and
-an entry whose code is gone fails too. The finders (``layout_finders.py``) read the
-source with ``ast``, so a test fails on the line that breaks a rule, before anything runs;
-each finder is tried here on hand-written source, so a finder that finds nothing cannot
-pass a rule unnoticed.
+(``NOT_WAITS``, ``NOT_WAITS_OUTSIDE_LIB``, ``NOT_READ_BACKS``, ``NOT_OP_LOGS``,
+``NO_KIT``, ``NOT_CHILDREN``), each entry with why, and an entry whose code is gone fails
+too. The finders (``layout_finders.py``) read the source with ``ast``, so a test fails on
+the line that breaks a rule, before anything runs; each finder is tried here on
+hand-written source, so a finder that finds nothing cannot pass a rule unnoticed.
 """
 
 from __future__ import annotations
@@ -304,6 +304,70 @@ def test_the_wait_loop_finder_sees_every_shape_of_a_poll():
         "m:e": "while around time.sleep()",
         "m:f": "while around deadline.expired()",
         "m:G.h": "while around time.sleep()",
+    }
+
+
+#: Loops in tests/ and bench/ that pause or watch a clock but are not waits, each with
+#: why: they do work every round (send, read, sample, keep a kernel busy) rather than
+#: look at something until it holds. Keyed "file:qualname", the file relative to the
+#: repository. A test waits as the package does, through ``waiting.wait_until`` (or
+#: ``verdict_within`` where running out of time is the answer it checks).
+NOT_WAITS_OUTSIDE_LIB = {
+    "tests/integration/classroom/test_hub.py:test_three_students_at_once.run":
+        "keeps a student's kernel busy every 10 s until the whole class's runs end, so the "
+        "idle culler does not take its server: a heartbeat with no deadline",
+    "tests/integration/classroom/test_temp_files.py:test_a_run_leaves_nothing_in_the_shared_tmp":
+        "reads the child's stdout line by line until its RESULT line (child.wait only in "
+        "the message when the child ended first)",
+    "tests/integration/cluster/test_tools.py:test_console_consumer_and_consumer_groups_describe":
+        "consumes until it holds two of the three records, the offset its commit then "
+        "gives kafka-consumer-groups to describe",
+    "tests/unit/notebook/test_stream.py:_Workload.run": "a stand-in workload's send loop: "
+                                                        "a record every 2 ms, nothing "
+                                                        "awaited",
+    "bench/cpu_load.py:loaded.sample": "samples the load average every interval until the "
+                                       "benchmark's block ends",
+}
+
+
+def test_every_wait_in_tests_and_bench_goes_through_the_one_wait():
+    """Rule 4: no hand-written wait loop in tests/ or bench/ either, but the named
+    NOT_WAITS_OUTSIDE_LIB; an entry whose loop is gone fails too."""
+    # A test's own wait drifts as the package's did: one asserts after the loop and
+    # another does not, one says "timed out" without saying waiting for what.
+    loops = F.wait_loops_outside_lib()
+    assert "tests/unit/notebook/test_stream.py:_Workload.run" in loops  # one it must see
+    broken = [f"{where} (line {line}): a hand-written wait loop ({why}); use "
+              "waiting.wait_until (or verdict_within where a timeout is the answer), or "
+              "name it in NOT_WAITS_OUTSIDE_LIB with why it is not a wait"
+              for where, (line, why) in loops.items() if where not in NOT_WAITS_OUTSIDE_LIB]
+    assert not broken, broken
+    stale = sorted(set(NOT_WAITS_OUTSIDE_LIB) - set(loops))
+    assert not stale, f"NOT_WAITS_OUTSIDE_LIB names loops that are gone: {stale}"
+
+
+def test_the_wait_loop_finder_reads_every_file_of_tests_and_bench(tmp_path: Path):
+    """Rule 4: outside lib/ the finder reads tests/ and bench/ at any depth (a conftest,
+    a class of tests), keys each loop by its path from the root, and reads no other
+    folder (lib/ is the package's rule, keyed by module)."""
+    poll = "import time\ndef f(p):\n    while not p():\n        time.sleep(0.1)\n"
+    for rel, src in {
+        "tests/conftest.py": poll,
+        "tests/unit/x/test_a.py": ("import time\nclass TestA:\n    def test_b(self, p):\n"
+                                   "        end = time.monotonic() + 5\n"
+                                   "        while not p() and time.monotonic() < end:\n"
+                                   "            pass\n"),
+        "tests/unit/x/test_c.py": "def test_d(items):\n    while items:\n        items.pop()\n",
+        "bench/deep/e.py": poll,
+        "lib/deliverylab/g.py": poll,
+        "scripts/h.py": poll,
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(src)
+    assert F.wait_loops_outside_lib(tmp_path) == {
+        "tests/conftest.py:f": (3, "while around time.sleep()"),
+        "tests/unit/x/test_a.py:TestA.test_b": (5, "while around time.monotonic()"),
+        "bench/deep/e.py:f": (3, "while around time.sleep()"),
     }
 
 
