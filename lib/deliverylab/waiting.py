@@ -11,10 +11,11 @@ and how long it waited, and asks the caller's ``check`` every round, so a death 
 reported as a death rather than as a timeout.
 
 It sits with the ground vocabulary (it imports only ``errors``), so any module may use it
-without reaching into a wing. ``tests/unit/test_layout.py`` checks that no other module
-writes a wait loop of its own: a ``while`` loop that sleeps (``time.sleep``, an event's
-``wait(timeout)``) or reads a clock, or a ``for`` loop that sleeps (a named allow-list
-holds the loops that do work each round, such as reading records until an end).
+without reaching into a wing. ``tests/unit/test_layout.py`` checks that no other module,
+test or bench writes a wait loop of its own: a ``while`` loop that sleeps
+(``time.sleep``, an event's ``wait(timeout)``) or reads a clock, or a ``for`` loop that
+sleeps (named allow-lists hold the loops that do work each round, such as reading
+records until an end).
 :func:`verdict_within` is the same wait for a caller to whom running out of time is an
 answer, not an error.
 """
