@@ -139,20 +139,23 @@ def wait_for_rows(page, what: str, done: Callable[[list], bool], timeout: float,
     raises after ``timeout`` naming the rows last seen (or at once if ``failed`` does)."""
     from playwright.sync_api import Error as PlaywrightError
 
-    seen: list = [None]  # the rows of the last look, for the timeout's message
+    last: dict[str, list | None] = {}  # the rows of the last look (none yet: no pause)
 
     def rows_done() -> tuple[list] | None:
+        if last:  # between two looks, Playwright's pause: it serves the page's events
+            page.wait_for_timeout(500)  # meanwhile, which a time.sleep would not
         try:
-            seen[0] = page.eval_on_selector_all("#students tr[data-student]", ROWS_JS)
+            last["rows"] = page.eval_on_selector_all("#students tr[data-student]", ROWS_JS)
         except PlaywrightError:  # between two reloads
-            seen[0] = None
-        if seen[0] is not None and done(seen[0]):
-            return (seen[0],)  # in a 1-tuple: rows that are done may be falsy
+            last["rows"] = None
+        rows = last["rows"]
+        if rows is not None and done(rows):
+            return (rows,)  # in a 1-tuple: rows that are done may be falsy
         failed()
         return None
 
-    [rows] = wait_until(f"the dashboard to show {what}", rows_done, timeout, interval=0.5,
-                        explain=lambda: f"; last rows seen: {seen[0]}")
+    [rows] = wait_until(f"the dashboard to show {what}", rows_done, timeout, interval=0,
+                        explain=lambda: f"; last rows seen: {last['rows']}")
     return rows
 
 
