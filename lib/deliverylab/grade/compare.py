@@ -57,7 +57,7 @@ class Shape:
     calls: set[str] = field(default_factory=set)
     catches: set[str] = field(default_factory=set)
     sql: set[str] = field(default_factory=set)
-    with_blocks: int = 0
+    with_block: bool = False
 
 
 def shape_of(source: str) -> Shape:
@@ -80,16 +80,13 @@ def shape_of(source: str) -> Shape:
             if node.type is None:
                 shape.catches.add("everything (a bare except)")
         elif isinstance(node, ast.With):
-            shape.with_blocks += any(isinstance(i.context_expr, ast.Name) for i in node.items)
+            shape.with_block |= any(isinstance(i.context_expr, ast.Name) for i in node.items)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if m := _SQL.match(node.value):
                 text = " ".join(node.value.upper().split())
                 shape.sql.add(" ".join([m.group(1).upper(), *[w for w in _SQL_MODIFIERS
                                                                if w in text]]))
     return shape
-
-
-_UNSET = object()
 
 
 def _setting(shape: Shape, key: str) -> str:
@@ -100,7 +97,8 @@ def differences(yours: Shape, ours: Shape) -> list[str]:
     """How ``yours`` differs from ``ours``, one line each (none: the same calls)."""
     lines = []
     for key in sorted(yours.settings.keys() | ours.settings.keys()):
-        if yours.settings.get(key, _UNSET) != ours.settings.get(key, _UNSET):
+        if (key in yours.settings, yours.settings.get(key)) != (
+                key in ours.settings, ours.settings.get(key)):
             lines.append(f"setting {key}: yours {_setting(yours, key)}, "
                          f"ours {_setting(ours, key)}")
     for name in CALLS:  # in the table's order: the loop's order, roughly
@@ -116,8 +114,8 @@ def differences(yours: Shape, ours: Shape) -> list[str]:
         lines.append(f"ours runs SQL {stmt}; yours does not")
     for stmt in sorted(yours.sql - ours.sql):
         lines.append(f"yours runs SQL {stmt}; ours does not")
-    if bool(yours.with_blocks) != bool(ours.with_blocks):
-        who = "ours" if ours.with_blocks else "yours"
+    if yours.with_block != ours.with_block:
+        who = "ours" if ours.with_block else "yours"
         lines.append(f"{who} opens its database transaction with a `with` block")
     return lines
 

@@ -58,7 +58,7 @@ def test_a_solutions_shape_is_its_settings_calls_catches_and_sql():
     # A statement's verb and the words that change what a repeat does; a string that
     # only starts like a verb is no statement.
     assert h.sql == {"BEGIN IMMEDIATE", "SELECT", "INSERT ON CONFLICT", "COMMIT"}
-    assert h.calls == {"execute", "pay"} and h.with_blocks == 0
+    assert h.calls == {"execute", "pay"} and h.with_block is False
     assert shape_of("x = 'Selected: 3'\nwith db:\n    pass\n").sql == set()
 
 
