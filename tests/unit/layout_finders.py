@@ -210,13 +210,16 @@ def waits_in(call: ast.Call, names: dict[str, str]) -> str | None:
 
 
 def wait_loops_in(tree: ast.AST, where: str) -> dict[str, tuple[int, str]]:
-    """``where:qualname`` -> (line, why) of the first wait loop in each function of
-    ``tree``: a ``while`` loop that pauses or reads a clock (:func:`waits_in`), or a
-    ``for`` loop that sleeps (a counted poll, ``for _ in range(50): ... time.sleep(.1)``).
-    A ``for`` loop that only reads a clock (one deadline over several joins) or waits on
-    each of several handles in turn (``send.wait(10)``) is no poll."""
+    """``where:qualname`` -> (line, why) of each wait loop in each function of
+    ``tree`` (the second and later ones of a function keyed ``where:qualname#2`` ...,
+    so an allowed first loop never hides another): a ``while`` loop that pauses or
+    reads a clock (:func:`waits_in`), or a ``for`` loop that sleeps (a counted poll,
+    ``for _ in range(50): ... time.sleep(.1)``). A ``for`` loop that only reads a clock
+    (one deadline over several joins) or waits on each of several handles in turn
+    (``send.wait(10)``) is no poll."""
     names = aliases(tree)
     found: dict[str, tuple[int, str]] = {}
+    seen: dict[str, int] = {}
     for scope, node in scoped(tree):
         if isinstance(node, ast.While):
             why = [w for c in calls_in(node) if (w := waits_in(c, names))]
@@ -226,8 +229,10 @@ def wait_loops_in(tree: ast.AST, where: str) -> dict[str, tuple[int, str]]:
             continue
         if why:
             kind = type(node).__name__.lower()
-            found.setdefault(f"{where}:{scope}",
-                             (node.lineno, f"{kind} around {', '.join(sorted(set(why)))}"))
+            key = f"{where}:{scope}"
+            seen[key] = seen.get(key, 0) + 1
+            found[key if seen[key] == 1 else f"{key}#{seen[key]}"] = (
+                node.lineno, f"{kind} around {', '.join(sorted(set(why)))}")
     return found
 
 

@@ -278,7 +278,8 @@ def test_every_wait_goes_through_the_one_wait():
 
 
 def test_the_wait_loop_finder_sees_every_shape_of_a_poll():
-    """Rule 4: the finder sees a poll however written, and passes what polls nothing."""
+    """Rule 4: the finder sees a poll however written, each loop of a function (an
+    allowed first one hides no second), and passes what polls nothing."""
     tree = ast.parse(
         "import time\nimport time as t\nfrom time import sleep as nap, perf_counter\n"
         "def a(p):\n    end = time.monotonic() + 5\n    while time.monotonic() < end:\n"
@@ -290,6 +291,7 @@ def test_the_wait_loop_finder_sees_every_shape_of_a_poll():
         "def e(p):\n    while not p():\n        nap(1)\n"
         "def f(p, deadline):\n    while not deadline.expired():\n        p()\n"
         "class G:\n    def h(self):\n        while True:\n            time.sleep(1)\n"
+        "        while not self.ok():\n            nap(1)\n"  # a second loop: its own key
         # not polls: a shared deadline, a wait on each handle, a callback defined in a
         # loop, a loop that neither pauses nor reads a clock
         "def i(threads, sends, items):\n    end = time.monotonic() + 5\n"
@@ -304,6 +306,7 @@ def test_the_wait_loop_finder_sees_every_shape_of_a_poll():
         "m:e": "while around time.sleep()",
         "m:f": "while around deadline.expired()",
         "m:G.h": "while around time.sleep()",
+        "m:G.h#2": "while around time.sleep()",
     }
 
 
