@@ -81,12 +81,43 @@ def shape_of(source: str) -> Shape:
                 shape.catches.add("everything (a bare except)")
         elif isinstance(node, ast.With):
             shape.with_block |= any(isinstance(i.context_expr, ast.Name) for i in node.items)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if m := _SQL.match(node.value):
-                text = " ".join(node.value.upper().split())
-                shape.sql.add(" ".join([m.group(1).upper(), *[w for w in _SQL_MODIFIERS
-                                                               if w in text]]))
+    for sql in _statements(tree):
+        if m := _SQL.match(sql):
+            text = " ".join(sql.upper().split())
+            shape.sql.add(" ".join([m.group(1).upper(), *[w for w in _SQL_MODIFIERS
+                                                           if w in text]]))
     return shape
+
+
+#: The calls whose first argument is a SQL statement (sqlite3's, and the grader's db).
+_EXECUTES = ("execute", "executemany", "executescript")
+
+
+def _statements(tree: ast.AST) -> list[str]:
+    """The SQL a solution runs: the first argument of each ``execute``-like call, as a
+    literal, an f-string's literal parts, or a name assigned a literal anywhere in the
+    file. Only those: a docstring or a message that begins "Begin ..." or "Select ..."
+    is no statement."""
+    named: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    named.setdefault(target.id, []).append(node.value.value)
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _EXECUTES and node.args):
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            out.append(arg.value)
+        elif isinstance(arg, ast.JoinedStr):
+            out.append("".join(v.value for v in arg.values if isinstance(v, ast.Constant)))
+        elif isinstance(arg, ast.Name):
+            out += named.get(arg.id, [])
+    return out
 
 
 def _setting(shape: Shape, key: str) -> str:

@@ -60,6 +60,12 @@ def test_a_solutions_shape_is_its_settings_calls_catches_and_sql():
     assert h.sql == {"BEGIN IMMEDIATE", "SELECT", "INSERT ON CONFLICT", "COMMIT"}
     assert h.calls == {"execute", "pay"} and h.with_block is False
     assert shape_of("x = 'Selected: 3'\nwith db:\n    pass\n").sql == set()
+    # Only what an execute-like call runs: a docstring or a message that begins like a
+    # statement is none; a statement kept in a name, or an f-string's text, is one.
+    named = ('"""Begin a batch: select its rows."""\nUPSERT = "INSERT OR IGNORE INTO t"\n'
+             'def f(db, t):\n    print("Commit done")\n    db.execute(UPSERT)\n'
+             '    db.executemany(f"REPLACE INTO {t} VALUES (?)", [])\n')
+    assert shape_of(named).sql == {"INSERT OR IGNORE", "REPLACE"}
 
 
 def test_the_note_names_each_difference_from_both_sides():
