@@ -150,3 +150,20 @@ def test_each_spec_imports_the_students_module_afresh(tmp_path: Path):
     second = load_solution(str(path), "write_batch")
     assert second.module is not first.module and second.module.SEEN == []
 
+
+def test_grade_closes_its_driver_server_when_a_run_raises(monkeypatch, tmp_path: Path):
+    import deliverylab as dl
+    from deliverylab.grade import exercise, spark_run
+
+    served: list[tuple[S.DriverServer, int]] = []
+
+    def run_spark(ex, path, fault, seed, cluster, point=None, drivers=None):
+        drivers.argv = [sys.executable, "-u", "-c", STAND_IN]
+        served.append((drivers, serve(drivers, tmp_path, "done")[1]))
+        raise RuntimeError("the run broke")
+
+    monkeypatch.setattr(spark_run, "run_spark", run_spark)
+    with pytest.raises(RuntimeError, match="the run broke"):
+        dl.grade("05", exercise("05").reference, cluster=object(), show=False)
+    drivers, pid = served[0]
+    assert gone(pid) and drivers.home is None
