@@ -13,6 +13,7 @@ Nothing outside this folder imports it, except the package facade (``dl.grade``)
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import types
@@ -85,8 +86,13 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
         if show:
             print(report, flush=True)
         return report
-    if ex.kind == "foreach_batch":  # a Spark driver per run
-        from .spark_run import run_spark as run_once
+    drivers = None
+    if ex.kind == "foreach_batch":  # Spark drivers: those no fault kills in one server
+        from .spark_run import run_spark
+        from .spark_server import DriverServer
+
+        drivers = DriverServer()  # nothing starts before the first run asks
+        run_once = functools.partial(run_spark, drivers=drivers)
     else:
         from .runner import run_once  # the runner pulls in the clients
     own = cluster is None
@@ -108,6 +114,8 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
                     if until_fails is not None and run.passed.get(until_fails) is False:
                         break
     finally:
+        if drivers is not None:
+            drivers.close()
         if own:
             cluster.stop()
     report = Report(ex, path, runs, time.monotonic() - t0)

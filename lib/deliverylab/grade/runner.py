@@ -284,12 +284,18 @@ def child_ending(children: Any, proc: subprocess.Popen, process: str, log: Path,
         return "timeout", f"{process} still ran after {limit:.0f} s: killed"
     finally:
         children.stop(proc)
+    return exit_ending(code, log)
+
+
+def exit_ending(code: int, log: Path, since: int = 0) -> tuple[str, str]:
+    """How a child that exited with ``code`` ended (:func:`child_ending`); an error's tail
+    is ``log``'s past byte ``since`` (a driver server's log holds specs served before)."""
     if code == -9:
         return "killed", ""
     if code == RAISED_EXIT:
         return "raised", ""
     if code != 0:
-        text = log.read_text(errors="replace").strip().splitlines()
+        text = log.read_bytes()[since:].decode(errors="replace").strip().splitlines()
         return "error", "\n".join(text[-12:])
     return "done", ""
 

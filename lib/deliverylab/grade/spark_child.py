@@ -168,10 +168,14 @@ def run_query(spark: Any, spec: QuerySpec, write: Any, timeout: float) -> None:
     await_query(query, f"the Spark query of {spec.process}", spec.checkpoint, timeout)
 
 
-def run(spec: dict[str, Any]) -> int:
-    """One driver's life: the query to its end, through the planned crash."""
-    from ..spark.session import session
+def run(spec: dict[str, Any], shared: bool = False) -> int:
+    """One driver's life: the query to its end, through the planned crash.
 
+    The student's module is imported afresh on every call (:func:`load_solution` makes a
+    new module object), so a driver knows nothing an earlier one held in memory.
+    ``shared``: this process serves spec after spec (:mod:`.spark_server`), so the spec
+    gets a SparkSession of its own on the running SparkContext (its own SQL settings,
+    views and queries), and leaves no query running and nothing cached behind it."""
     events = Events(spec["events"], spec["process"])
     try:
         fn = load_solution(spec["solution"], spec["function"], events)
@@ -179,6 +183,17 @@ def run(spec: dict[str, Any]) -> int:
         return RAISED
     crash = Crash(events, spec.get("crash"), spec.get("crash_at"))
     conn = sqlite3.connect(spec["database"], timeout=30, check_same_thread=False)
+    try:
+        return _drive(spec, fn, events, crash, conn, shared)
+    finally:
+        conn.close()
+
+
+def _drive(spec: dict[str, Any], fn: Any, events: Events, crash: Crash,
+           conn: sqlite3.Connection, shared: bool) -> int:
+    """:func:`run` from the student's ``setup(db)`` on, with the database open."""
+    from ..spark.session import session
+
     db = BatchDatabase(conn, events, crash, spec["database"])
     db.seen = conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
     setup = getattr(fn.module, "setup", None)
@@ -193,19 +208,27 @@ def run(spec: dict[str, Any]) -> int:
                       spec["checkpoint"], spec["state"], spec["process"],
                       int(spec["max_offsets"]), master=spec.get("master"))
     spark = session(spec.get("master"))
+    if shared:
+        spark = spark.newSession()
     spark.sparkContext.setLogLevel("ERROR")
     commits = Commits(events, spec["checkpoint"])
     events.write("start", detail=f"Spark driver on {spark.sparkContext.master}")
     write = foreach_batch(fn, db, events, crash, commits)
     try:
-        run_query(spark, query, write, float(spec["timeout"]))
-    except Exception as exc:
-        if _raised(spec["events"], spec["process"]):  # the student's function raised
-            return RAISED
-        if crash.fault != "crash_query" or not crash.done or CRASH_TEXT not in str(exc):
-            raise
-        events.write("restart", detail="the query restarts on its checkpoint")
-        run_query(spark, query, write, float(spec["timeout"]))
+        try:
+            run_query(spark, query, write, float(spec["timeout"]))
+        except Exception as exc:
+            if _raised(spec["events"], spec["process"]):  # the student's function raised
+                return RAISED
+            if crash.fault != "crash_query" or not crash.done or CRASH_TEXT not in str(exc):
+                raise
+            events.write("restart", detail="the query restarts on its checkpoint")
+            run_query(spark, query, write, float(spec["timeout"]))
+    finally:
+        if shared:  # a query the student started, a frame they cached: not the next's
+            for q in spark.streams.active:
+                q.stop()
+            spark.catalog.clearCache()
     commits.record()
     events.write("end", detail="the query reached the end of its input")
     db.close()

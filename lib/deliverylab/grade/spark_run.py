@@ -4,10 +4,13 @@ The same shape as :func:`deliverylab.grade.runner.run_once`, for a Spark driver:
 
 1. a fresh input topic (3 partitions), ``values`` unique values written to it (the lab's
    producer, recorded); a fresh database with the ``records`` table, checkpoint folder;
-2. ``driver-0`` (:mod:`deliverylab.grade.spark_child`, a process of its own) runs the
-   query with the student's function and crashes at the seeded batch: ``crash_query``
-   raises and restarts the query inside the same driver; ``kill_driver`` SIGKILLs the
-   driver, and ``driver-1`` restarts the query on the same checkpoint and database;
+2. ``driver-0`` runs the query with the student's function and crashes at the seeded
+   batch: ``crash_query`` raises and restarts the query inside the same driver;
+   ``kill_driver`` SIGKILLs the driver (:mod:`deliverylab.grade.spark_child`, a process
+   of its own: its death is the fault), and ``driver-1`` restarts the query on the same
+   checkpoint and database. The drivers no fault kills run in the grade's driver server
+   (:mod:`deliverylab.grade.spark_server`: one Spark start for all of them, the
+   student's module imported afresh for each);
 3. the drivers' events become the History; the input is read back (read_committed) and
    the database's rows as the output (:func:`deliverylab.spark.sinks.read_database`);
    the Checker's pipeline check counts values missing or written twice.
@@ -36,6 +39,7 @@ from .exercises import JUDGED, RAISED, UNPLACED, Exercise
 from .runner import Run, child_ending, judge_state, to_history
 from .search import CrashPoint
 from .spark_child import RECORDS
+from .spark_server import DriverServer
 
 #: Seconds one driver may take (Spark starts in it) before it is killed, ``unfinished``.
 DRIVER_TIMEOUT = 240.0
@@ -54,7 +58,8 @@ def crash_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict
 
 
 def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, str]:
-    """Run one driver process to its end; returns (how it ended, error tail)."""
+    """Run one driver in a process of its own to its end (the one a ``kill_driver``
+    kills); returns (how it ended, error tail)."""
     from ..process.children import python_module
     from ..spark.session import driver_env
 
@@ -68,8 +73,10 @@ def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, st
 
 
 def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
-              cluster: Any, point: CrashPoint | None = None) -> Run:
-    """One run of ``solution`` (a ``write_batch`` sink) under ``fault`` with ``seed``."""
+              cluster: Any, point: CrashPoint | None = None,
+              drivers: DriverServer | None = None) -> Run:
+    """One run of ``solution`` (a ``write_batch`` sink) under ``fault`` with ``seed``;
+    ``drivers``: the grade's driver server (else one of this run's own, closed after)."""
     from ..process.children import Children  # lazy: the reaper is not vocabulary
     from ..spark import sinks
     from ..spark.session import MASTER_ENV
@@ -97,11 +104,15 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
                 "max_offsets": MAX_OFFSETS, "timeout": DRIVER_TIMEOUT - 20,
                 "master": os.environ.get(MASTER_ENV)}
         children = Children()
+        server = drivers or DriverServer()
         try:
-            ended, err = _driver(children, {**base, **plan, "process": "driver-0"}, work)
+            first = {**base, **plan, "process": "driver-0"}
+            ended, err = (_driver(children, first, work) if plan["crash"] == "kill_driver"
+                          else server.serve(first, work, DRIVER_TIMEOUT))
             endings = [("driver-0", ended, err)]
             if ended == "killed":
-                ended, err = _driver(children, {**base, "process": "driver-1"}, work)
+                ended, err = server.serve({**base, "process": "driver-1"}, work,
+                                          DRIVER_TIMEOUT)
                 endings.append(("driver-1", ended, err))
             errors += [e for _, _, e in endings if e]
             events = list(read_json_lines(work / "events.jsonl").records)
@@ -116,6 +127,8 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
             reads += sinks.read_database(database)
         finally:
             children.close()
+            if drivers is None:
+                server.close()
     result = C.check(history, reads, C.ANOMALIES, pipeline=(source, str(database)))
     counts.update(result.counts)
     passed = exercise.verdicts(fault, counts, state)
