@@ -1,0 +1,174 @@
+"""Matching: how the History's sends meet the records read back, indexed once a check.
+
+Every detector of :mod:`~deliverylab.checker` asks the same questions of a History and
+a read-back: what the log should hold for each value (the strongest fate of its sends),
+what it does hold (the records, per topic-partition and offset), and where the two
+disagree. This module builds those indexes once for all of them, at the size issue 41
+measures (a million sends and records, ``bench/history_check.py``); the checker names
+and sorts the anomalies, and its docstring states the matching rules and a
+transaction's fate.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from itertools import chain, filterfalse
+from operator import attrgetter
+from typing import Any
+
+from .history import Op, Read
+
+Finding = dict[str, Any]
+
+# Fate of one (topic, value), as a rank, strongest first: what the log is expected to
+# hold. Ints, so that the best of a value's sends is one comparison.
+ACKED, INDEFINITE, ABORTED, FAILED = 3, 2, 1, 0
+# A send's rank by its outcome, per its transaction's fate (a send outside transactions
+# counts as committed); any other outcome is failed, and an aborted transaction's sends
+# are aborted whatever their outcome.
+_BY_FATE = {"committed": {"ok": ACKED, "info": INDEFINITE},
+            "unknown": {"ok": INDEFINITE, "info": INDEFINITE},
+            "aborted": {"ok": ABORTED, "info": ABORTED, "fail": ABORTED}}
+
+Parts = dict[tuple[str, int], dict[int, str]]  # (topic, partition) -> offset -> value
+Where = tuple[int, int]  # (partition, offset) within a topic
+
+
+def txn_fates(history: Iterable[Op]) -> dict[str, str]:
+    """Fate of every transaction id in the History: committed, aborted or unknown."""
+    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for op in history:
+        if op.txn is not None:
+            seen[op.txn].add((op.kind, op.outcome))
+    fates = {}
+    for txn, marks in seen.items():
+        if ("commit_txn", "ok") in marks:
+            fates[txn] = "committed"
+        elif ("abort_txn", "ok") in marks:
+            fates[txn] = "aborted"
+        elif ("commit_txn", "info") in marks:
+            fates[txn] = "unknown"
+        else:
+            fates[txn] = "aborted"
+    return fates
+
+
+def _send_rank(op: Op, fates: Mapping[str, str]) -> int:
+    """What one send op says the log should hold for its value."""
+    fate = fates.get(op.txn, "committed") if op.txn is not None else "committed"
+    return _BY_FATE[fate].get(op.outcome, FAILED)
+
+
+class Sends:
+    """The History's sends, indexed once for every detector of a check.
+
+    ``expected[topic][value]``: the value's strongest fate over all its sends to the
+    topic, and the first op with it (a value re-sent, by the application or by a
+    pipeline redoing an aborted transaction, is acknowledged if any send was).
+    ``at[(topic, partition)][offset]``: the last acknowledged one-value send there, kept
+    only where an aborted transaction's send was (elsewhere it agrees with ``expected``).
+    """
+
+    def __init__(self, history: Iterable[Op]) -> None:
+        ops = list(history)
+        self.fates = fates = txn_fates(ops)
+        self.sends = sends = [op for op in ops if op.kind == "send"]
+        self.topics = set(map(attrgetter("topic"), sends)) - {None}
+        self.expected: dict[str | None, dict[str, tuple[int, Op]]] = {}
+        self.at: dict[tuple[str, int], dict[int, Op]] = {}
+        self.low: dict[str | None, set[str]] = {}
+        by_txn = {None: _BY_FATE["committed"]} | {t: _BY_FATE[f] for t, f in fates.items()}
+        last, best, at_offsets = object(), {}, set()
+        get, failed, aborted = best.get, FAILED, ABORTED  # locals: a million lookups
+        for op in sends:
+            rank = by_txn[op.txn].get(op.outcome, failed)
+            topic, values = op.topic, op.values
+            if topic is not last:
+                best, last = self.expected.setdefault(topic, {}), topic
+                get = best.get
+            for value in values:
+                prev = get(value)
+                if prev is None or rank > prev[0]:
+                    best[value] = (rank, op)
+                    if rank <= aborted:  # failed or aborted, for now: its records are findings
+                        self.low.setdefault(topic, set()).add(value)
+            if ((rank == aborted or (at_offsets and op.offset in at_offsets))
+                    and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
+                if rank == ABORTED:
+                    self.at.setdefault((topic, op.partition), {})[op.offset] = op
+                    at_offsets.add(op.offset)
+                elif op.offset in self.at.get((topic, op.partition), ()):
+                    self.at[(topic, op.partition)][op.offset] = op  # the last one wins
+
+
+def stored(reads: Iterable[Read]) -> Parts:
+    """Distinct lab records, per topic-partition: offset -> value (the last read wins)."""
+    parts: Parts = {}
+    topic = partition = object()  # the read before's: a consumer hands back batches
+    offsets: dict[int, str] = {}
+    for r in reads:
+        value = r.value
+        if value is not None:
+            if r.partition != partition or r.topic != topic:
+                topic, partition = r.topic, r.partition
+                offsets = parts.setdefault((topic, partition), {})
+            offsets[r.offset] = value
+    return parts
+
+
+class Scan:
+    """Where each value is stored in each topic (``first``: one place of each value,
+    ``multi``: every place of those stored more than once) and, given the sends, the
+    records of transactions that did not commit and those no send explains (found by
+    value, in C: not by a Python loop over a million records to find a handful)."""
+
+    def __init__(self, parts: Parts, sends: Sends | None = None) -> None:
+        self.first: dict[str, dict[str, Where]] = {}
+        self.multi: dict[tuple[str, str], list[Where]] = {}
+        self.aborted: list[Finding] = []
+        self.unexpected: list[Finding] = []
+        topics: dict[str, list[tuple[int, dict[int, str]]]] = {}
+        multi = self.multi
+        for (topic, partition), offsets in parts.items():
+            topics.setdefault(topic, []).append((partition, offsets))
+            setdefault = self.first.setdefault(topic, {}).setdefault
+            for offset, value in offsets.items():
+                where = (partition, offset)
+                seen = setdefault(value, where)
+                if seen is not where:  # stored more than once: every place is kept
+                    multi.setdefault((topic, value), [seen]).append(where)
+        if sends is not None:
+            for topic, group in topics.items():
+                self._judge(topic, group, self.first[topic], sends)
+
+    def _judge(self, topic: str, group: list[tuple[int, dict[int, str]]],
+               first: dict[str, Where], sends: Sends) -> None:
+        # A record tied to its send by the acked place: that send decides.
+        tied: dict[Where, Op] = {}
+        for partition, offsets in group:
+            for offset, op in sends.at.get((topic, partition), {}).items():
+                if offsets.get(offset, tied) == op.values[0]:
+                    tied[(partition, offset)] = op
+        for where, op in tied.items():
+            if _send_rank(op, sends.fates) == ABORTED:
+                self.aborted.append(_placed(op.values[0], topic, where, txn=op.txn))
+        # Elsewhere the value's fate: never sent (to this topic, nor without one), failed, aborted.
+        expected = sends.expected.get(topic, {})
+        topicless = sends.expected.get(None, {})
+        for value in chain(filterfalse(expected.__contains__, first),
+                           filter(first.__contains__, sends.low.get(topic, ()))):
+            fate = expected.get(value) or topicless.get(value)
+            if fate is None and topic not in sends.topics or fate and fate[0] > ABORTED:
+                continue
+            for where in self.multi.get((topic, value)) or [first[value]]:
+                if fate is None:
+                    self.unexpected.append(_placed(value, topic, where, why="never sent"))
+                elif fate[0] == FAILED:
+                    self.unexpected.append(_placed(value, topic, where, why="every send failed"))
+                elif where not in tied:
+                    self.aborted.append(_placed(value, topic, where, txn=fate[1].txn))
+
+
+def _placed(value: str, topic: str, where: Where, **more: Any) -> Finding:
+    return {"value": value, "topic": topic, "partition": where[0], "offset": where[1], **more}
