@@ -11,10 +11,8 @@ transaction's fate.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from itertools import chain, filterfalse
-from operator import attrgetter
 from typing import Any
 
 from .history import Op, Read
@@ -37,21 +35,32 @@ Where = tuple[int, int]  # (partition, offset) within a topic
 
 def txn_fates(history: Iterable[Op]) -> dict[str, str]:
     """Fate of every transaction id in the History: committed, aborted or unknown."""
-    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    return _fates_and_sends(history)[0]
+
+
+# The strongest end of a transaction seen so far, as a rank, and the fate each gives.
+_END_MARKS = {("commit_txn", "ok"): 3, ("abort_txn", "ok"): 2, ("commit_txn", "info"): 1}
+_FATE_OF_MARK = ("aborted", "unknown", "aborted", "committed")  # 0: it never ended
+
+
+def _fates_and_sends(history: Iterable[Op]) -> tuple[dict[str, str], list[Op]]:
+    """Transaction fates and the send ops, in one pass over the History: at a million
+    ops, each pass costs a fetch of every op from memory, whatever the loop does."""
+    marks: dict[str, int] = {}  # txn -> its strongest end, in order of first appearance
+    sends: list[Op] = []
+    ends: list[Op] = []
+    keep_send, keep_end, mark = sends.append, ends.append, marks.setdefault
     for op in history:
+        kind = op.kind
+        if kind == "send":
+            keep_send(op)
         if op.txn is not None:
-            seen[op.txn].add((op.kind, op.outcome))
-    fates = {}
-    for txn, marks in seen.items():
-        if ("commit_txn", "ok") in marks:
-            fates[txn] = "committed"
-        elif ("abort_txn", "ok") in marks:
-            fates[txn] = "aborted"
-        elif ("commit_txn", "info") in marks:
-            fates[txn] = "unknown"
-        else:
-            fates[txn] = "aborted"
-    return fates
+            mark(op.txn, 0)
+            if kind != "send":
+                keep_end(op)
+    for op in ends:
+        marks[op.txn] = max(marks[op.txn], _END_MARKS.get((op.kind, op.outcome), 0))
+    return {txn: _FATE_OF_MARK[m] for txn, m in marks.items()}, sends
 
 
 def _send_rank(op: Op, fates: Mapping[str, str]) -> int:
@@ -71,28 +80,28 @@ class Sends:
     """
 
     def __init__(self, history: Iterable[Op]) -> None:
-        ops = list(history)
-        self.fates = fates = txn_fates(ops)
-        self.sends = sends = [op for op in ops if op.kind == "send"]
-        self.topics = set(map(attrgetter("topic"), sends)) - {None}
+        self.fates, self.sends = fates, sends = _fates_and_sends(history)
+        self.topics: set[str | None] = set()
         self.expected: dict[str | None, dict[str, tuple[int, Op]]] = {}
         self.at: dict[tuple[str, int], dict[int, Op]] = {}
         self.low: dict[str | None, set[str]] = {}
         by_txn = {None: _BY_FATE["committed"]} | {t: _BY_FATE[f] for t, f in fates.items()}
         last, best, at_offsets = object(), {}, set()
-        get, failed, aborted = best.get, FAILED, ABORTED  # locals: a million lookups
+        keep, failed, aborted = best.setdefault, FAILED, ABORTED  # locals: a million lookups
         for op in sends:
             rank = by_txn[op.txn].get(op.outcome, failed)
             topic, values = op.topic, op.values
             if topic is not last:
                 best, last = self.expected.setdefault(topic, {}), topic
-                get = best.get
+                keep = best.setdefault
+                self.topics.add(topic)
             for value in values:
-                prev = get(value)
-                if prev is None or rank > prev[0]:
-                    best[value] = (rank, op)
-                    if rank <= aborted:  # failed or aborted, for now: its records are findings
-                        self.low.setdefault(topic, set()).add(value)
+                entry = (rank, op)
+                prev = keep(value, entry)  # one lookup for a value's first send: the usual
+                if prev is not entry and rank > prev[0]:  # a stronger send of a value sent before
+                    best[value] = prev = entry
+                if prev is entry and rank <= aborted:  # failed or aborted, for now: findings
+                    self.low.setdefault(topic, set()).add(value)
             if ((rank == aborted or (at_offsets and op.offset in at_offsets))
                     and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
                 if rank == ABORTED:
@@ -100,6 +109,7 @@ class Sends:
                     at_offsets.add(op.offset)
                 elif op.offset in self.at.get((topic, op.partition), ()):
                     self.at[(topic, op.partition)][op.offset] = op  # the last one wins
+        self.topics.discard(None)
 
 
 def stored(reads: Iterable[Read]) -> Parts:
