@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import functools
 import gc
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, filterfalse, islice
-from operator import gt, itemgetter, methodcaller
+from operator import gt, itemgetter
 from typing import Any, TypeVar
 
 from .errors import BadValue, bad_value
@@ -272,40 +273,56 @@ def _reordered(parts: Parts) -> list[Finding]:
             offsets = list(found)
             if any(map(gt, offsets, islice(offsets, 1, None))):  # not read in offset order
                 offsets.sort()
-            _walk(topic, partition, offsets, list(map(found.__getitem__, offsets)), out)
+                _walk(topic, partition, zip(offsets, map(found.__getitem__, offsets), strict=True),
+                      out)
+            else:
+                _walk(topic, partition, found.items(), out)
     except (ValueError, AttributeError):  # not a "producer:seq" string
         out = []
         for (topic, partition), found in sorted(parts.items()):
             # In offset order, as ValueId strings: the first bad value raises BadValue.
             offsets = sorted(found)
             values = [str(parse_value(found[offset])) for offset in offsets]
-            _walk(topic, partition, offsets, values, out)
+            _walk(topic, partition, zip(offsets, values, strict=True), out)
     return _by_place(out)
 
 
-def _walk(topic: str, partition: int, offsets: list[int], values: list[str],
+def _walk(topic: str, partition: int, places: Iterable[tuple[int, str]],
           out: list[Finding]) -> None:
-    """Walk one partition's values in offset order, each producer's first copies."""
-    parts = list(map(methodcaller("rpartition", ":"), values))
-    names, texts = list(map(itemgetter(0), parts)), list(map(itemgetter(2), parts))
-    if all(names) and all(map(str.isdigit, texts)):  # the usual case: split in C
-        seqs = list(map(int, texts))
-    else:  # a negative seq, or not a value id (then it raises ValueError)
-        names, seqs = map(list, zip(*map(split, values), strict=True))
-    producers: dict[str, list[Any]] = {}  # producer -> [seqs seen, highest seq, its offset]
-    get = producers.get
-    for offset, producer, seq in zip(offsets, names, seqs, strict=True):
+    """Walk one partition's (offset, value) in offset order, each producer's first copies.
+
+    One loop splits each value and keeps, per producer, the highest seq so far, its
+    offset and every seq that rose to it (a sorted list). A seq below the highest is
+    *late*; whether an earlier copy of it exists (then it is a duplicate, not reordered)
+    is settled after the loop, for the few late ones: an earlier copy either rose (found
+    by bisection) or was late itself. A set of every seq seen cost more than the walk.
+    """
+    producers: dict[str, list[Any]] = {}  # producer -> [highest seq, its offset, rises]
+    late: list[tuple[str, int, int, int, int]] = []  # producer, seq, offset, highest, its
+    get, isdigit = producers.get, str.isdigit
+    for offset, value in places:
+        producer, _, text = value.rpartition(":")
+        if producer and isdigit(text):  # the usual case, without split's checks
+            seq = int(text)
+        else:  # a negative seq, or not a value id (then it raises ValueError)
+            producer, seq = split(value)
         state = get(producer)
         if state is None:
-            producers[producer] = [{seq}, seq, offset]
-        elif seq > state[1]:  # the usual case: the producer's next value
-            state[0].add(seq)
-            state[1], state[2] = seq, offset
-        elif seq not in state[0]:  # below the highest, and its first copy: reordered
-            state[0].add(seq)
-            out.append({"value": f"{producer}:{seq}", "topic": topic, "partition": partition,
-                        "offset": offset, "after": f"{producer}:{state[1]}",
-                        "after_offset": state[2]})
+            producers[producer] = [seq, offset, [seq]]
+        elif seq > state[0]:  # the usual case: the producer's next value
+            state[0], state[1] = seq, offset
+            state[2].append(seq)
+        elif seq < state[0]:
+            late.append((producer, seq, offset, state[0], state[1]))
+    reported: set[tuple[str, int]] = set()
+    for producer, seq, offset, top, top_offset in late:
+        rises = producers[producer][2]
+        at = bisect_left(rises, seq)
+        if (at < len(rises) and rises[at] == seq) or (producer, seq) in reported:
+            continue  # a later copy of a value already stored: a duplicate
+        reported.add((producer, seq))  # its first copy: reordered
+        out.append({"value": f"{producer}:{seq}", "topic": topic, "partition": partition,
+                    "offset": offset, "after": f"{producer}:{top}", "after_offset": top_offset})
 
 
 @_bulk

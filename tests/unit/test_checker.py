@@ -272,6 +272,35 @@ def test_reordered_ignores_duplicates_and_other_producers_and_partitions():
     assert [(f["partition"], f["value"]) for f in reordered(reads)] == [(1, "producer-0:2")]
 
 
+def test_reordered_tells_a_late_first_copy_from_a_late_copy_of_a_stored_value():
+    # 5 and 7 rise; 3 is late and new (reordered); the second 3 and 5 are late copies of
+    # a late value and of a rise (duplicates); 6 is late and new; the second 7 equals the top.
+    seqs = [5, 7, 3, 3, 5, 6, 7, 8, 2]
+    reads = [read(f"producer-0:{s}", o) for o, s in enumerate(seqs)]
+    assert [(f["value"], f["offset"], f["after"], f["after_offset"])
+            for f in reordered(reads)] == [("producer-0:3", 2, "producer-0:7", 1),
+                                           ("producer-0:6", 5, "producer-0:7", 1),
+                                           ("producer-0:2", 8, "producer-0:8", 7)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reordered_equals_the_one_before_on_dense_reorderings(seed):
+    # Many producers, seqs shuffled in windows and re-stored: most values are late.
+    rng = random.Random(seed)
+    reads = []
+    for partition in range(2):
+        stored = [(f"p-{rng.randint(0, 3)}:{rng.choice([-1, 1]) * rng.randint(0, 25)}")
+                  for _ in range(rng.randint(0, 80))]
+        stored += rng.sample(stored, len(stored) // 3)  # copies, stored later
+        for i in range(0, len(stored), 7):
+            window = stored[i:i + 7]
+            rng.shuffle(window)
+            stored[i:i + 7] = window
+        reads += [read(v, o, partition=partition) for o, v in enumerate(stored)]
+    rng.shuffle(reads)
+    assert reordered(reads) == Before.reordered(reads)
+
+
 # --- unexpected ----------------------------------------------------------------------
 
 
