@@ -35,7 +35,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import chain, filterfalse, islice
+from itertools import chain, islice
 from operator import gt, itemgetter
 from typing import Any, TypeVar
 
@@ -162,9 +162,7 @@ def _missing(sends: Sends, scan: Scan) -> dict[int, list[Finding]]:
     (a send recorded without its topic: that no record of any topic holds)."""
     out: dict[int, list[Finding]] = {ACKED: [], INDEFINITE: []}
     for topic, expected in sends.expected.items():
-        present: Container[str] = (set().union(*scan.first.values()) if topic is None
-                                   else scan.first.get(topic, {}))
-        for value in filterfalse(present.__contains__, expected):  # in C
+        for value in scan.absent[topic]:
             rank, op = expected[value]
             if rank >= INDEFINITE:
                 out[rank].append({"value": value, "topic": topic, "partition": op.partition,
@@ -202,14 +200,16 @@ def lost(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
 
     The example carries where the ack said it was written (partition, offset).
     """
-    return _missing(Sends(history), Scan(stored(reads)))[ACKED]
+    sends = Sends(history)
+    return _missing(sends, Scan(stored(reads), sends))[ACKED]
 
 
 @_bulk
 def unseen(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Indefinite sends never read: outcome ``info`` (or ``ok`` in a transaction whose
     commit timed out), and absent. Not an error -- nobody was promised anything."""
-    return _missing(Sends(history), Scan(stored(reads)))[INDEFINITE]
+    sends = Sends(history)
+    return _missing(sends, Scan(stored(reads), sends))[INDEFINITE]
 
 
 def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None = None) -> int:

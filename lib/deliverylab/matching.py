@@ -11,9 +11,10 @@ transaction's fate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from itertools import chain, filterfalse
-from typing import Any
+from typing import Any, cast
 
 from .history import Op, Read
 
@@ -128,35 +129,85 @@ def stored(reads: Iterable[Read]) -> Parts:
 
 
 class Scan:
-    """Where each value is stored in each topic (``first``: one place of each value,
-    ``multi``: every place of those stored more than once) and, given the sends, the
-    records of transactions that did not commit and those no send explains (found by
-    value, in C: not by a Python loop over a million records to find a handful)."""
+    """Where each value is stored in each topic and, given the sends, the records of
+    transactions that did not commit and those no send explains.
+
+    Found by *place* first: a value's expected send says where it was acknowledged, and
+    whether the record there holds it is an int lookup. An index of every value by
+    string cost a dict of a million keys and two million lookups in it: most of a
+    check. Only the records not at their value's place (copies, records of failed,
+    aborted or unplaced sends, values never sent) are indexed by value, as ``loose``.
+
+    ``absent[topic]``: the topic's expected values that no record of it holds (for
+    sends recorded without a topic: that no record of any topic holds). ``multi``: every
+    place of each value stored more than once in a topic.
+    """
 
     def __init__(self, parts: Parts, sends: Sends | None = None) -> None:
-        self.first: dict[str, dict[str, Where]] = {}
+        self.expected = expected = {} if sends is None else sends.expected
+        self.by_topic: dict[str, dict[int, dict[int, str]]] = {}  # -> partition -> offsets
+        for (topic, partition), offsets in parts.items():
+            self.by_topic.setdefault(topic, {})[partition] = offsets
+        self.loose: dict[str, dict[str, list[Where]]] = {}
+        self.absent: dict[str | None, list[str]] = {}
         self.multi: dict[tuple[str, str], list[Where]] = {}
         self.aborted: list[Finding] = []
         self.unexpected: list[Finding] = []
-        topics: dict[str, list[tuple[int, dict[int, str]]]] = {}
-        multi = self.multi
-        for (topic, partition), offsets in parts.items():
-            topics.setdefault(topic, []).append((partition, offsets))
-            setdefault = self.first.setdefault(topic, {}).setdefault
-            for offset, value in offsets.items():
-                where = (partition, offset)
-                seen = setdefault(value, where)
-                if seen is not where:  # stored more than once: every place is kept
-                    multi.setdefault((topic, value), [seen]).append(where)
+        for topic, partitions in self.by_topic.items():
+            self._index(topic, partitions, expected.get(topic, {}))
+        for topic, values in expected.items():  # topics never read: nothing is stored
+            self.absent.setdefault(topic, list(values))
+        if None in expected:
+            self.absent[None] = [value for value in expected[None]
+                                 if not any(self.holds(topic, value) for topic in self.by_topic)]
         if sends is not None:
-            for topic, group in topics.items():
-                self._judge(topic, group, self.first[topic], sends)
+            for topic, partitions in self.by_topic.items():
+                self._judge(topic, partitions, sends)
 
-    def _judge(self, topic: str, group: list[tuple[int, dict[int, str]]],
-               first: dict[str, Where], sends: Sends) -> None:
+    def _index(self, topic: str, partitions: dict[int, dict[int, str]],
+               expected: dict[str, tuple[int, Op]]) -> None:
+        taken: dict[int, set[int]] = {partition: set() for partition in partitions}
+        away = []  # expected values not at their send's place: elsewhere, or absent
+        get, keep = partitions.get, away.append
+        for value, (_, op) in expected.items():  # a million: bound methods in locals
+            offsets = get(op.partition)
+            if offsets is not None and offsets.get(op.offset) == value:
+                taken[op.partition].add(op.offset)
+            else:
+                keep(value)
+        self.loose[topic] = loose = {}
+        for partition, offsets in partitions.items():
+            marked = taken[partition]
+            for offset in filterfalse(marked.__contains__, offsets) if marked else offsets:
+                loose.setdefault(offsets[offset], []).append((partition, offset))
+        self.absent[topic] = [value for value in away if value not in loose]
+        for value, places in loose.items():
+            placed = self._at_send(topic, value)
+            if placed is not None or len(places) > 1:  # stored more than once
+                self.multi[(topic, value)] = places if placed is None else [placed, *places]
+
+    def _at_send(self, topic: str, value: str) -> Where | None:
+        """Where the value's expected send was acknowledged, if the record there holds it."""
+        entry = self.expected.get(topic, {}).get(value)
+        if entry is None or entry[1].partition is None or entry[1].offset is None:
+            return None
+        where = (entry[1].partition, entry[1].offset)
+        offsets = self.by_topic.get(topic, {}).get(where[0], {})
+        return where if offsets.get(where[1]) == value else None
+
+    def holds(self, topic: str, value: str) -> bool:
+        """Whether a record of the topic holds the value."""
+        return value in self.loose.get(topic, ()) or self._at_send(topic, value) is not None
+
+    def place(self, topic: str, value: str) -> Where:
+        """One place of a value the topic holds: loose, else at its send's place."""
+        places = self.loose[topic].get(value)
+        return places[0] if places else cast(Where, self._at_send(topic, value))
+
+    def _judge(self, topic: str, partitions: dict[int, dict[int, str]], sends: Sends) -> None:
         # A record tied to its send by the acked place: that send decides.
         tied: dict[Where, Op] = {}
-        for partition, offsets in group:
+        for partition, offsets in partitions.items():
             for offset, op in sends.at.get((topic, partition), {}).items():
                 if offsets.get(offset, tied) == op.values[0]:
                     tied[(partition, offset)] = op
@@ -164,14 +215,16 @@ class Scan:
             if _send_rank(op, sends.fates) == ABORTED:
                 self.aborted.append(_placed(op.values[0], topic, where, txn=op.txn))
         # Elsewhere the value's fate: never sent (to this topic, nor without one), failed, aborted.
+        # A value never sent to the topic is at no send's place: it is loose.
         expected = sends.expected.get(topic, {})
         topicless = sends.expected.get(None, {})
-        for value in chain(filterfalse(expected.__contains__, first),
-                           filter(first.__contains__, sends.low.get(topic, ()))):
+        held = functools.partial(self.holds, topic)
+        for value in chain(filterfalse(expected.__contains__, self.loose[topic]),
+                           filter(held, sends.low.get(topic, ()))):
             fate = expected.get(value) or topicless.get(value)
             if fate is None and topic not in sends.topics or fate and fate[0] > ABORTED:
                 continue
-            for where in self.multi.get((topic, value)) or [first[value]]:
+            for where in self.multi.get((topic, value)) or [self.place(topic, value)]:
                 if fate is None:
                     self.unexpected.append(_placed(value, topic, where, why="never sent"))
                 elif fate[0] == FAILED:
