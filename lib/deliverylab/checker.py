@@ -298,7 +298,8 @@ def _walk(topic: str, partition: int, places: Iterable[tuple[int, str]],
     by bisection) or was late itself. A set of every seq seen cost more than the walk.
     """
     producers: dict[str, list[Any]] = {}  # producer -> [highest seq, its offset, rises]
-    late: list[tuple[str, int, int, int, int]] = []  # producer, seq, offset, highest, its
+    # Each late value: producer, seq, offset, and the highest seq then with its offset.
+    late: list[tuple[str, int, int, int, int]] = []
     get, isdigit = producers.get, str.isdigit
     for offset, value in places:
         producer, _, text = value.rpartition(":")
@@ -316,7 +317,7 @@ def _walk(topic: str, partition: int, places: Iterable[tuple[int, str]],
             late.append((producer, seq, offset, state[0], state[1]))
     reported: set[tuple[str, int]] = set()
     for producer, seq, offset, top, top_offset in late:
-        rises = producers[producer][2]
+        rises = producers[producer][2]  # those after this one are above its highest then
         at = bisect_left(rises, seq)
         if (at < len(rises) and rises[at] == seq) or (producer, seq) in reported:
             continue  # a later copy of a value already stored: a duplicate
