@@ -166,20 +166,20 @@ class Scan:
 
     def _index(self, topic: str, partitions: dict[int, dict[int, str]],
                expected: dict[str, tuple[int, Op]]) -> None:
-        taken: dict[int, set[int]] = {partition: set() for partition in partitions}
+        # Each partition's records, less those found at their send's place: the loose.
+        rest = {partition: offsets.copy() for partition, offsets in partitions.items()}
         away = []  # expected values not at their send's place: elsewhere, or absent
-        get, keep = partitions.get, away.append
+        get, keep = rest.get, away.append
         for value, (_, op) in expected.items():  # a million: bound methods in locals
-            offsets = get(op.partition)
-            if offsets is not None and offsets.get(op.offset) == value:
-                taken[op.partition].add(op.offset)
+            offsets, offset = get(op.partition), op.offset
+            if offsets is not None and offsets.get(offset) == value:
+                del offsets[offset]
             else:
                 keep(value)
         self.loose[topic] = loose = {}
-        for partition, offsets in partitions.items():
-            marked = taken[partition]
-            for offset in filterfalse(marked.__contains__, offsets) if marked else offsets:
-                loose.setdefault(offsets[offset], []).append((partition, offset))
+        for partition, offsets in rest.items():
+            for offset, value in offsets.items():
+                loose.setdefault(value, []).append((partition, offset))
         self.absent[topic] = [value for value in away if value not in loose]
         for value, places in loose.items():
             placed = self._at_send(topic, value)
