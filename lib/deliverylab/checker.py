@@ -22,22 +22,37 @@ A transaction's fate, from the ops carrying its ``txn`` id: *committed* if a
 coordinator).
 
 Every detector returns a list of findings: small JSON-ready dicts, sorted, so they
-print, serialise and turn into a DataFrame (``pandas.DataFrame(lost(h, reads))``).
+print, serialise and turn into a DataFrame (``pandas.DataFrame(lost(h, reads))``). The
+indexes they share, what the sends promise and what the records hold, are built once a
+check by :mod:`~deliverylab.matching`.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
-from collections import Counter, defaultdict
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import chain, filterfalse, islice
-from operator import attrgetter, gt, itemgetter, methodcaller
+from itertools import chain, islice
+from operator import gt, itemgetter
 from typing import Any, TypeVar
 
 from .errors import BadValue, bad_value
 from .history import History, Op, Read, parse_value
+from .matching import (
+    ABORTED,
+    ACKED,
+    FAILED,
+    INDEFINITE,
+    Finding,
+    Parts,
+    Scan,
+    Sends,
+    stored,
+)
+from .matching import txn_fates as txn_fates  # the checker's rule, re-exported
 from .values import ValueId, decode, split
 
 LOST = "lost"
@@ -67,19 +82,7 @@ INFORMATIONAL = frozenset({UNSEEN})
 #: At most this many examples per anomaly in a Result.
 EXAMPLES = 5
 
-Finding = dict[str, Any]
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-# Fate of one (topic, value), as a rank, strongest first: what the log is expected to
-# hold. Ints, so that the best of a value's sends is one comparison.
-_ACKED, _INDEFINITE, _ABORTED, _FAILED = 3, 2, 1, 0
-# A send's rank by its outcome, per its transaction's fate (a send outside transactions
-# counts as committed); any other outcome is failed, and an aborted transaction's sends
-# are aborted whatever their outcome.
-_BY_FATE = {"committed": {"ok": _ACKED, "info": _INDEFINITE},
-            "unknown": {"ok": _INDEFINITE, "info": _INDEFINITE},
-            "aborted": {"ok": _ABORTED, "info": _ABORTED, "fail": _ABORTED}}
-
 
 # --- building reads ------------------------------------------------------------------
 
@@ -120,7 +123,7 @@ def reads_from_records(records: Iterable[Any], reader: str = "") -> list[Read]:
     return reads
 
 
-# --- shared indexes ------------------------------------------------------------------
+# --- shared by the detectors ---------------------------------------------------------
 
 
 def _bulk(fn: _F) -> _F:
@@ -141,149 +144,6 @@ def _bulk(fn: _F) -> _F:
     return paused  # type: ignore[return-value]
 
 
-Parts = dict[tuple[str, int], dict[int, str]]  # (topic, partition) -> offset -> value
-Where = tuple[int, int]  # (partition, offset) within a topic
-
-
-def txn_fates(history: Iterable[Op]) -> dict[str, str]:
-    """Fate of every transaction id in the History: committed, aborted or unknown."""
-    seen: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for op in history:
-        if op.txn is not None:
-            seen[op.txn].add((op.kind, op.outcome))
-    fates = {}
-    for txn, marks in seen.items():
-        if ("commit_txn", "ok") in marks:
-            fates[txn] = "committed"
-        elif ("abort_txn", "ok") in marks:
-            fates[txn] = "aborted"
-        elif ("commit_txn", "info") in marks:
-            fates[txn] = "unknown"
-        else:
-            fates[txn] = "aborted"
-    return fates
-
-
-def _send_rank(op: Op, fates: Mapping[str, str]) -> int:
-    """What one send op says the log should hold for its value."""
-    fate = fates.get(op.txn, "committed") if op.txn is not None else "committed"
-    return _BY_FATE[fate].get(op.outcome, _FAILED)
-
-
-class _Sends:
-    """The History's sends, indexed once for every detector of a check.
-
-    ``expected[topic][value]``: the value's strongest fate over all its sends to the
-    topic, and the first op with it (a value re-sent, by the application or by a
-    pipeline redoing an aborted transaction, is acknowledged if any send was).
-    ``at[(topic, partition)][offset]``: the last acknowledged one-value send there, kept
-    only where an aborted transaction's send was (elsewhere it agrees with ``expected``).
-    """
-
-    def __init__(self, history: Iterable[Op]) -> None:
-        ops = list(history)
-        self.fates = fates = txn_fates(ops)
-        self.sends = sends = [op for op in ops if op.kind == "send"]
-        self.topics = set(map(attrgetter("topic"), sends)) - {None}
-        self.expected: dict[str | None, dict[str, tuple[int, Op]]] = {}
-        self.at: dict[tuple[str, int], dict[int, Op]] = {}
-        self.low: dict[str | None, set[str]] = {}
-        by_txn = {None: _BY_FATE["committed"]} | {t: _BY_FATE[f] for t, f in fates.items()}
-        last, best, at_offsets = object(), {}, set()
-        get, failed, aborted = best.get, _FAILED, _ABORTED  # locals: a million lookups
-        for op in sends:
-            rank = by_txn[op.txn].get(op.outcome, failed)
-            topic, values = op.topic, op.values
-            if topic is not last:
-                best, last = self.expected.setdefault(topic, {}), topic
-                get = best.get
-            for value in values:
-                prev = get(value)
-                if prev is None or rank > prev[0]:
-                    best[value] = (rank, op)
-                    if rank <= aborted:  # failed or aborted, for now: its records are findings
-                        self.low.setdefault(topic, set()).add(value)
-            if ((rank == aborted or (at_offsets and op.offset in at_offsets))
-                    and op.outcome == "ok" and len(values) == 1 and op.offset is not None):
-                if rank == _ABORTED:
-                    self.at.setdefault((topic, op.partition), {})[op.offset] = op
-                    at_offsets.add(op.offset)
-                elif op.offset in self.at.get((topic, op.partition), ()):
-                    self.at[(topic, op.partition)][op.offset] = op  # the last one wins
-
-
-def _records(reads: Iterable[Read]) -> Parts:
-    """Distinct lab records, per topic-partition: offset -> value (the last read wins)."""
-    parts: Parts = {}
-    topic = partition = object()  # the read before's: a consumer hands back batches
-    offsets: dict[int, str] = {}
-    for r in reads:
-        value = r.value
-        if value is not None:
-            if r.partition != partition or r.topic != topic:
-                topic, partition = r.topic, r.partition
-                offsets = parts.setdefault((topic, partition), {})
-            offsets[r.offset] = value
-    return parts
-
-
-class _Scan:
-    """Where each value is stored in each topic (``first``: one place of each value,
-    ``multi``: every place of those stored more than once) and, given the sends, the
-    records of transactions that did not commit and those no send explains (found by
-    value, in C: not by a Python loop over a million records to find a handful)."""
-
-    def __init__(self, parts: Parts, sends: _Sends | None = None) -> None:
-        self.first: dict[str, dict[str, Where]] = {}
-        self.multi: dict[tuple[str, str], list[Where]] = {}
-        self.aborted: list[Finding] = []
-        self.unexpected: list[Finding] = []
-        topics: dict[str, list[tuple[int, dict[int, str]]]] = {}
-        multi = self.multi
-        for (topic, partition), offsets in parts.items():
-            topics.setdefault(topic, []).append((partition, offsets))
-            setdefault = self.first.setdefault(topic, {}).setdefault
-            for offset, value in offsets.items():
-                where = (partition, offset)
-                seen = setdefault(value, where)
-                if seen is not where:  # stored more than once: every place is kept
-                    multi.setdefault((topic, value), [seen]).append(where)
-        if sends is not None:
-            for topic, group in topics.items():
-                self._judge(topic, group, self.first[topic], sends)
-
-    def _judge(self, topic: str, group: list[tuple[int, dict[int, str]]],
-               first: dict[str, Where], sends: _Sends) -> None:
-        # A record tied to its send by the acked place: that send decides.
-        tied: dict[Where, Op] = {}
-        for partition, offsets in group:
-            for offset, op in sends.at.get((topic, partition), {}).items():
-                if offsets.get(offset, tied) == op.values[0]:
-                    tied[(partition, offset)] = op
-        for where, op in tied.items():
-            if _send_rank(op, sends.fates) == _ABORTED:
-                self.aborted.append(_placed(op.values[0], topic, where, txn=op.txn))
-        # Elsewhere the value's fate: never sent (to this topic, nor without one), failed, aborted.
-        expected = sends.expected.get(topic, {})
-        topicless = sends.expected.get(None, {})
-        for value in chain(filterfalse(expected.__contains__, first),
-                           filter(first.__contains__, sends.low.get(topic, ()))):
-            fate = expected.get(value) or topicless.get(value)
-            if fate is None and topic not in sends.topics or fate and fate[0] > _ABORTED:
-                continue
-            for where in self.multi.get((topic, value)) or [first[value]]:
-                if fate is None:
-                    self.unexpected.append(_placed(value, topic, where, why="never sent"))
-                elif fate[0] == _FAILED:
-                    self.unexpected.append(_placed(value, topic, where, why="every send failed"))
-                elif where not in tied:
-                    self.aborted.append(_placed(value, topic, where, txn=fate[1].txn))
-
-
-def _placed(value: str, topic: str, where: Where, **more: Any) -> Finding:
-    return {"value": value, "topic": topic, "partition": where[0], "offset": where[1], **more}
-
-
 def _vkey(value: str) -> tuple[str, int]:
     """Sort key of a value, in ValueId order; a value that is not one raises BadValue."""
     try:
@@ -297,16 +157,14 @@ def _by_place(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (f["topic"], f["partition"], f["offset"]))
 
 
-def _missing(sends: _Sends, scan: _Scan) -> dict[int, list[Finding]]:
+def _missing(sends: Sends, scan: Scan) -> dict[int, list[Finding]]:
     """Acked and indefinite values of the History that no record of their topic holds
     (a send recorded without its topic: that no record of any topic holds)."""
-    out: dict[int, list[Finding]] = {_ACKED: [], _INDEFINITE: []}
+    out: dict[int, list[Finding]] = {ACKED: [], INDEFINITE: []}
     for topic, expected in sends.expected.items():
-        present: Container[str] = (set().union(*scan.first.values()) if topic is None
-                                   else scan.first.get(topic, {}))
-        for value in filterfalse(present.__contains__, expected):  # in C
+        for value in scan.absent[topic]:
             rank, op = expected[value]
-            if rank >= _INDEFINITE:
+            if rank >= INDEFINITE:
                 out[rank].append({"value": value, "topic": topic, "partition": op.partition,
                                   "offset": op.offset, "process": op.process, "txn": op.txn,
                                   "error": op.error})
@@ -342,14 +200,16 @@ def lost(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
 
     The example carries where the ack said it was written (partition, offset).
     """
-    return _missing(_Sends(history), _Scan(_records(reads)))[_ACKED]
+    sends = Sends(history)
+    return _missing(sends, Scan(stored(reads), sends))[ACKED]
 
 
 @_bulk
 def unseen(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     """Indefinite sends never read: outcome ``info`` (or ``ok`` in a transaction whose
     commit timed out), and absent. Not an error -- nobody was promised anything."""
-    return _missing(_Sends(history), _Scan(_records(reads)))[_INDEFINITE]
+    sends = Sends(history)
+    return _missing(sends, Scan(stored(reads), sends))[INDEFINITE]
 
 
 def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None = None) -> int:
@@ -368,10 +228,10 @@ def extra_copies(items: Iterable[Hashable | None], only: Container[Any] | None =
 def duplicates(reads: Iterable[Read]) -> list[Finding]:
     """Values held by more than one record of the same topic, with every copy's place."""
     reads = list(reads)
-    return _duplicates(_Scan(_records(reads)), reads)
+    return _duplicates(Scan(stored(reads)), reads)
 
 
-def _duplicates(scan: _Scan, reads: list[Read], skip_topic: str | None = None) -> list[Finding]:
+def _duplicates(scan: Scan, reads: list[Read], skip_topic: str | None = None) -> list[Finding]:
     out = [{"value": value, "topic": topic, "copies": len(places),
             "offsets": sorted(map(list, places))}
            for (topic, value), places in scan.multi.items()
@@ -390,7 +250,7 @@ def aborted_reads(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]
     transaction. Otherwise, by value: it is an aborted read only if *every* send of
     that value belongs to a transaction that did not commit.
     """
-    return _by_place(_Scan(_records(reads), _Sends(history)).aborted)
+    return _by_place(Scan(stored(reads), Sends(history)).aborted)
 
 
 @_bulk
@@ -403,7 +263,7 @@ def reordered(reads: Iterable[Read]) -> list[Finding]:
     whose seq is below the highest seq already seen is reordered; ``after`` names that
     later value. Needs no History: seq *is* the producer's send order.
     """
-    return _reordered(_records(reads))
+    return _reordered(stored(reads))
 
 
 def _reordered(parts: Parts) -> list[Finding]:
@@ -413,40 +273,57 @@ def _reordered(parts: Parts) -> list[Finding]:
             offsets = list(found)
             if any(map(gt, offsets, islice(offsets, 1, None))):  # not read in offset order
                 offsets.sort()
-            _walk(topic, partition, offsets, list(map(found.__getitem__, offsets)), out)
+                _walk(topic, partition, zip(offsets, map(found.__getitem__, offsets), strict=True),
+                      out)
+            else:
+                _walk(topic, partition, found.items(), out)
     except (ValueError, AttributeError):  # not a "producer:seq" string
         out = []
         for (topic, partition), found in sorted(parts.items()):
             # In offset order, as ValueId strings: the first bad value raises BadValue.
             offsets = sorted(found)
             values = [str(parse_value(found[offset])) for offset in offsets]
-            _walk(topic, partition, offsets, values, out)
+            _walk(topic, partition, zip(offsets, values, strict=True), out)
     return _by_place(out)
 
 
-def _walk(topic: str, partition: int, offsets: list[int], values: list[str],
+def _walk(topic: str, partition: int, places: Iterable[tuple[int, str]],
           out: list[Finding]) -> None:
-    """Walk one partition's values in offset order, each producer's first copies."""
-    parts = list(map(methodcaller("rpartition", ":"), values))
-    names, texts = list(map(itemgetter(0), parts)), list(map(itemgetter(2), parts))
-    if all(names) and all(map(str.isdigit, texts)):  # the usual case: split in C
-        seqs = list(map(int, texts))
-    else:  # a negative seq, or not a value id (then it raises ValueError)
-        names, seqs = map(list, zip(*map(split, values), strict=True))
-    producers: dict[str, list[Any]] = {}  # producer -> [seqs seen, highest seq, its offset]
-    get = producers.get
-    for offset, producer, seq in zip(offsets, names, seqs, strict=True):
+    """Walk one partition's (offset, value) in offset order, each producer's first copies.
+
+    One loop splits each value and keeps, per producer, the highest seq so far, its
+    offset and every seq that rose to it (a sorted list). A seq below the highest is
+    *late*; whether an earlier copy of it exists (then it is a duplicate, not reordered)
+    is settled after the loop, for the few late ones: an earlier copy either rose (found
+    by bisection) or was late itself. A set of every seq seen cost more than the walk.
+    """
+    producers: dict[str, list[Any]] = {}  # producer -> [highest seq, its offset, rises]
+    # Each late value: producer, seq, offset, and the highest seq then with its offset.
+    late: list[tuple[str, int, int, int, int]] = []
+    get, isdigit = producers.get, str.isdigit
+    for offset, value in places:
+        producer, _, text = value.rpartition(":")
+        if producer and isdigit(text):  # the usual case, without split's checks
+            seq = int(text)
+        else:  # a negative seq, or not a value id (then it raises ValueError)
+            producer, seq = split(value)
         state = get(producer)
         if state is None:
-            producers[producer] = [{seq}, seq, offset]
-        elif seq > state[1]:  # the usual case: the producer's next value
-            state[0].add(seq)
-            state[1], state[2] = seq, offset
-        elif seq not in state[0]:  # below the highest, and its first copy: reordered
-            state[0].add(seq)
-            out.append({"value": f"{producer}:{seq}", "topic": topic, "partition": partition,
-                        "offset": offset, "after": f"{producer}:{state[1]}",
-                        "after_offset": state[2]})
+            producers[producer] = [seq, offset, [seq]]
+        elif seq > state[0]:  # the usual case: the producer's next value
+            state[0], state[1] = seq, offset
+            state[2].append(seq)
+        elif seq < state[0]:
+            late.append((producer, seq, offset, state[0], state[1]))
+    reported: set[tuple[str, int]] = set()
+    for producer, seq, offset, top, top_offset in late:
+        rises = producers[producer][2]  # those after this one are above its highest then
+        at = bisect_left(rises, seq)
+        if (at < len(rises) and rises[at] == seq) or (producer, seq) in reported:
+            continue  # a later copy of a value already stored: a duplicate
+        reported.add((producer, seq))  # its first copy: reordered
+        out.append({"value": f"{producer}:{seq}", "topic": topic, "partition": partition,
+                    "offset": offset, "after": f"{producer}:{top}", "after_offset": top_offset})
 
 
 @_bulk
@@ -458,7 +335,7 @@ def unexpected(history: Iterable[Op], reads: Iterable[Read]) -> list[Finding]:
     *last* retry of a message whose first attempt was appended (see
     :func:`~deliverylab.history.classify`); "never sent" points at a recording bug.
     """
-    return _by_place(_Scan(_records(reads), _Sends(history)).unexpected)
+    return _by_place(Scan(stored(reads), Sends(history)).unexpected)
 
 
 def pipeline_exactly_once(
@@ -474,7 +351,7 @@ def pipeline_exactly_once(
     """
 
     def counts(reads: Iterable[Read]) -> Counter[str]:
-        return Counter(v for found in _records(reads).values() for v in found.values())
+        return Counter(v for found in stored(reads).values() for v in found.values())
 
     want, got = counts(input_reads), counts(output_reads)
     missing, extra = [], []
@@ -612,18 +489,18 @@ def check(
         raise bad_value("allowed", sorted(unknown), f"names from {', '.join(ANOMALIES)}")
     reads = list(reads)
     # Every detector reads the same indexes, built once: the sends, the records, a scan.
-    sends, parts = _Sends(history), _records(reads)
-    scan = _Scan(parts, sends)
+    sends, parts = Sends(history), stored(reads)
+    scan = Scan(parts, sends)
     missing = _missing(sends, scan)
     found = {
-        LOST: missing[_ACKED],
+        LOST: missing[ACKED],
         # A pipeline's output is judged by the pipeline check (re-processing shows up as
         # pipeline_extra), so that a mode can allow one without the other.
         DUPLICATES: _duplicates(scan, reads, None if pipeline is None else pipeline[1]),
         ABORTED_READS: _by_place(scan.aborted),
         REORDERED: _reordered(parts),
         UNEXPECTED: _by_place(scan.unexpected),
-        UNSEEN: missing[_INDEFINITE],
+        UNSEEN: missing[INDEFINITE],
     }
     if pipeline is not None:
         source, sink = pipeline
@@ -635,9 +512,9 @@ def check(
                                                                sends.expected.values()))))
     stats = {
         "values_sent": sum(map(len, sends.expected.values())),
-        "acknowledged": fates[_ACKED],
-        "indefinite": fates[_INDEFINITE],
-        "failed": fates[_FAILED] + fates[_ABORTED],
+        "acknowledged": fates[ACKED],
+        "indefinite": fates[INDEFINITE],
+        "failed": fates[FAILED] + fates[ABORTED],
         "records_read": sum(map(len, parts.values())),
     }
     valid = all(not n or a in allowed or a in INFORMATIONAL for a, n in counts.items())

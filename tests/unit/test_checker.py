@@ -96,6 +96,23 @@ def test_lost_is_per_topic():
     assert len(lost(history, [read("producer-0:0", 0, topic="other")])) == 1
 
 
+def test_a_value_is_found_at_its_acked_place_or_anywhere_else_in_its_topic():
+    # The check looks at the acked place first, then among the other records.
+    history = [send("producer-0:0", offset=0), send("producer-0:1", offset=1),
+               send("producer-0:2", offset=2), send("producer-0:3", offset=3, partition=1)]
+    reads = [read("producer-0:0", 0),  # at its place
+             read("producer-0:9", 1), read("producer-0:1", 7),  # its place rewritten; later
+             read("producer-0:2", 5, partition=1),  # in another partition
+             read("producer-0:3", 4), read("producer-0:3", 3, partition=1)]  # and a copy
+    assert [f["value"] for f in lost(history, reads)] == []
+    assert [(f["value"], f["offsets"]) for f in duplicates(reads)] == [
+        ("producer-0:3", [[0, 4], [1, 3]])]
+    assert [(f["value"], f["why"]) for f in unexpected(history, reads)] == [
+        ("producer-0:9", "never sent")]
+    # Its place holds another value and it is nowhere else: lost.
+    assert [f["value"] for f in lost(history, reads[:1] + reads[3:])] == ["producer-0:1"]
+
+
 def test_a_value_resent_after_a_timeout_counts_as_acknowledged():
     history = [send("producer-0:0", "info"), send("producer-0:0", "ok", offset=5)]
     assert len(lost(history, [])) == 1
@@ -270,6 +287,35 @@ def test_reordered_ignores_duplicates_and_other_producers_and_partitions():
         read("producer-0:2", 1, partition=1),  # ... where this one *is* reordered
     ]
     assert [(f["partition"], f["value"]) for f in reordered(reads)] == [(1, "producer-0:2")]
+
+
+def test_reordered_tells_a_late_first_copy_from_a_late_copy_of_a_stored_value():
+    # 5 and 7 rise; 3 is late and new (reordered); the second 3 and 5 are late copies of
+    # a late value and of a rise (duplicates); 6 is late and new; the second 7 equals the top.
+    seqs = [5, 7, 3, 3, 5, 6, 7, 8, 2]
+    reads = [read(f"producer-0:{s}", o) for o, s in enumerate(seqs)]
+    assert [(f["value"], f["offset"], f["after"], f["after_offset"])
+            for f in reordered(reads)] == [("producer-0:3", 2, "producer-0:7", 1),
+                                           ("producer-0:6", 5, "producer-0:7", 1),
+                                           ("producer-0:2", 8, "producer-0:8", 7)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reordered_equals_the_one_before_on_dense_reorderings(seed):
+    # Many producers, seqs shuffled in windows and re-stored: most values are late.
+    rng = random.Random(seed)
+    reads = []
+    for partition in range(2):
+        stored = [(f"p-{rng.randint(0, 3)}:{rng.choice([-1, 1]) * rng.randint(0, 25)}")
+                  for _ in range(rng.randint(0, 80))]
+        stored += rng.sample(stored, len(stored) // 3)  # copies, stored later
+        for i in range(0, len(stored), 7):
+            window = stored[i:i + 7]
+            rng.shuffle(window)
+            stored[i:i + 7] = window
+        reads += [read(v, o, partition=partition) for o, v in enumerate(stored)]
+    rng.shuffle(reads)
+    assert reordered(reads) == Before.reordered(reads)
 
 
 # --- unexpected ----------------------------------------------------------------------
@@ -702,6 +748,41 @@ def test_fast_detectors_equal_the_ones_before_on_hand_written_histories(case):
         h, r = [], []
     assert_same_as_before(h, r)
     assert_same_as_before(h, r, pipeline=("t", "out"))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fast_check_equals_the_one_before_when_most_values_are_at_their_place(seed):
+    # As a broker writes them: each send at the next offset of its partition and most read
+    # back there; then records elsewhere (rewriting a place, or in another partition),
+    # later copies, sends without a place or a topic, and records never sent.
+    rng = random.Random(seed)
+    history, reads, ends = [], [], {}
+    for i in range(rng.randint(0, 150)):
+        value = f"producer-{rng.randint(0, 2)}:{rng.randint(0, 80)}"
+        topic, partition = rng.choice(["in", "out"]), rng.randint(0, 2)
+        offset = ends[topic, partition] = ends.get((topic, partition), -1) + 1
+        history.append(Op("producer-0", "send", rng.choice(["ok"] * 6 + ["info", "fail"]),
+                          float(i), (value,), rng.choice([topic] * 9 + [None]), partition,
+                          offset if rng.random() < 0.9 else None,
+                          rng.choice([None] * 4 + ["a", "b"])))
+        roll = rng.random()
+        if roll < 0.8:
+            reads.append(read(value, offset, topic=topic, partition=partition))
+        elif roll < 0.9:
+            reads.append(read(value, rng.randint(0, 40), topic=topic,
+                              partition=rng.randint(0, 2)))
+        if rng.random() < 0.1:
+            reads.append(read(value, 100 + i, topic=rng.choice(["in", "out"]),
+                              partition=partition))
+    reads += [read(f"ghost:{i}", 200 + i, topic="in") for i in range(rng.randint(0, 3))]
+    for txn in "ab":
+        if rng.random() < 0.8:
+            history.append(txn_op(rng.choice(["commit_txn", "abort_txn"]), txn,
+                                  rng.choice(["ok", "info"])))
+    if rng.random() < 0.3:
+        rng.shuffle(reads)
+    assert_same_as_before(history, reads)
+    assert_same_as_before(history, reads, pipeline=("in", "out"))
 
 
 @pytest.mark.parametrize("seed", range(40))
