@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from deliverylab.grade import spark_child
@@ -64,11 +65,7 @@ def serve(drivers: S.DriverServer, tmp_path: Path, act: str, process: str = "dri
 
 
 def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+    return not psutil.pid_exists(pid)
 
 
 def test_one_server_serves_spec_after_spec_until_closed(server, tmp_path: Path):
