@@ -32,6 +32,10 @@ TELLING = re.compile(r'^"(main|[^"]*metadata-loader[^"]*|[^"]*lifecycle-manager[
                      r"|java\.lang\.Thread\.State: BLOCKED")
 #: Frames quoted per thread, and threads quoted at most.
 FRAMES, THREADS = 12, 6
+#: The least a second start is given, seconds: the first start's ``timeout`` says how
+#: soon to call a start stalled, but the start after it is the heal itself (a student's
+#: Heal button, a test's recovery), on a host that may be why the first one stalled.
+SECOND_START_S = 60.0
 
 
 class RestartRetried(UserWarning):
@@ -42,7 +46,8 @@ class RestartRetried(UserWarning):
 def restart(cluster: Any, node: int, timeout: float) -> None:
     """Stop ``node`` (gracefully if it is running) and start it again; return once it
     is back in the cluster metadata. A start-up that has not said "Kafka Server
-    started" within ``timeout`` is dumped, killed and started once more."""
+    started" within ``timeout`` is dumped, killed and started once more, with at least
+    :data:`SECOND_START_S` for that start and its return to the metadata."""
     backend = cluster.backend
     stop(backend, node)
     deadline = ready.Deadline(timeout)
@@ -56,7 +61,7 @@ def restart(cluster: Any, node: int, timeout: float) -> None:
             f"within {timeout:g} s; killed and started again. Its log ended:\n{said}\n"
             f"Its threads then:\n{threads}"), stacklevel=3)
         stop(backend, node, graceful=False)
-        deadline = ready.Deadline(timeout)
+        deadline = ready.Deadline(max(timeout, SECOND_START_S))
         try:
             _start(cluster, node, deadline)
         except ClusterNotReady as again:
