@@ -63,7 +63,10 @@ def stability(exercises: list[str], seeds: int, first: int = 1) -> None:
 
     seed_list = list(range(first, first + seeds))
     rows: list[tuple[str, str, str, str, str]] = []
-    cluster = Cluster.start(brokers=1, proxy=True, backend="local")
+    from deliverylab.grade.spark_server import DriverServer
+
+    # One cluster and one Spark driver server (05: started only if a run asks) for all.
+    cluster, drivers = Cluster.start(brokers=1, proxy=True, backend="local"), DriverServer()
     try:
         for name in exercises:
             ex = get(name)
@@ -71,7 +74,7 @@ def stability(exercises: list[str], seeds: int, first: int = 1) -> None:
                   flush=True)
             for what, path in ex.correct().items():
                 rep = dl.grade(ex.id, path, seed_list=seed_list, cluster=cluster,
-                               show=False)
+                               drivers=drivers, show=False)
                 # A seed passes when every run of it (each fault, each point) was judged
                 # and passed: a run not judged is no pass.
                 good = [s for s in seed_list if all(r.ok and r.state == JUDGED
@@ -88,7 +91,8 @@ def stability(exercises: list[str], seeds: int, first: int = 1) -> None:
             for what, path in ex.wrong().items():
                 fault, prop = expected_failure(path)
                 rep = dl.grade(ex.id, path, faults=[fault], seed_list=seed_list,
-                               cluster=cluster, show=False, until_fails=prop)
+                               cluster=cluster, drivers=drivers, show=False,
+                               until_fails=prop)
                 cell = rep.cell(fault, prop)
                 per = statistics.mean(r.seconds for r in rep.runs)
                 caught = len({r.seed for r in cell.failing})
@@ -99,6 +103,7 @@ def stability(exercises: list[str], seeds: int, first: int = 1) -> None:
                              f"caught on {caught}/{len(seed_list)} seeds",
                              f"{len(rep.runs)} runs, {per:.1f} s each"))
     finally:
+        drivers.close()
         cluster.stop()
     print(f"\n| exercise | solution | cell | result over seeds {seed_list[0]}..{seed_list[-1]}"
           " | runs |\n|---|---|---|---|---|")

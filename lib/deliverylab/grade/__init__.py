@@ -49,7 +49,7 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
           faults: Iterable[str] | None = None, cluster: Any = None,
           seed_list: Iterable[int] | None = None, show: bool = True,
           out: str | Path | None = None, points: Iterable[str] | None = None,
-          until_fails: str | None = None) -> Report:
+          until_fails: str | None = None, drivers: Any = None) -> Report:
     """Grade ``solution`` (default: the exercise's file in ``labs/exercises``).
 
     Runs every fault of the exercise (or ``faults``), a crash fault once per searched
@@ -61,7 +61,10 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     whole grade that passed, the lab's own solution and how the student's differs); ``out``
     also writes the JSON result. ``until_fails`` (a property's name) skips a fault's
     remaining crash points for a seed once one run failed it: the calibration asks
-    only whether a wrong solution's cell is caught.
+    only whether a wrong solution's cell is caught. ``drivers``: for exercise 05, a
+    :class:`~.spark_server.DriverServer` the caller owns and closes, so that grading
+    several solutions starts Spark once (default: one of this grade's own, closed at its
+    end; each run imports the student's file afresh either way).
     """
     ex = exercise(exercise_id)
     path = _solution(ex, solution)
@@ -86,12 +89,13 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
         if show:
             print(report, flush=True)
         return report
-    drivers = None
+    own_drivers = drivers is None
     if ex.kind == "foreach_batch":  # Spark drivers: those no fault kills in one server
         from .spark_run import run_spark
         from .spark_server import DriverServer
 
-        drivers = DriverServer()  # nothing starts before the first run asks
+        if own_drivers:
+            drivers = DriverServer()  # nothing starts before the first run asks
         run_once = functools.partial(run_spark, drivers=drivers)
     else:
         from .runner import run_once  # the runner pulls in the clients
@@ -114,7 +118,7 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
                     if until_fails is not None and run.passed.get(until_fails) is False:
                         break
     finally:
-        if drivers is not None:
+        if own_drivers and drivers is not None:
             drivers.close()
         if own:
             cluster.stop()

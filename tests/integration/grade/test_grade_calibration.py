@@ -55,12 +55,24 @@ def expected_failure(path: Path) -> tuple[str, str]:
     raise AssertionError(f"{path} declares no EXPECTED_FAILURE = 'fault x property'")
 
 
+@pytest.fixture
+def drivers():
+    """One driver server for every grade of exercise 05 here: Spark starts once for the
+    drivers no fault kills, not once per solution graded (each run still imports its
+    solution afresh). It starts nothing until a run asks, so the other exercises pay
+    nothing."""
+    from deliverylab.grade.spark_server import DriverServer
+
+    with DriverServer() as server:
+        yield server
+
+
 @pytest.mark.cluster
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize("exercise_id", [pytest.param(e, marks=pytest.mark.spark)
                                          if EXERCISES[e].kind == "foreach_batch" else e
                                          for e in sorted(EXERCISES)])
-def test_grader_calibration(exercise_id: str, cluster):
+def test_grader_calibration(exercise_id: str, cluster, drivers):
     ex = EXERCISES[exercise_id]
     seeds = SEEDS_OF.get(ex.id, SEEDS)
     points = POINTS_OF.get(ex.id)
@@ -74,8 +86,8 @@ def test_grader_calibration(exercise_id: str, cluster):
     for what, path in ex.correct().items():
         if what in GRADED_BY_ITS_CHAPTER:
             continue
-        report = dl.grade(ex.id, path, seed_list=seeds, cluster=cluster, show=False,
-                          points=points)
+        report = dl.grade(ex.id, path, seed_list=seeds, cluster=cluster, drivers=drivers,
+                          show=False, points=points)
         table.append((what, "every cell", f"{report.closing()}", report))
         if not report.ok:
             problems.append(f"{what} is correct and was not passed:\n{report}")
@@ -86,7 +98,7 @@ def test_grader_calibration(exercise_id: str, cluster):
             problems.append(f"wrong_{what} names fault {fault!r}, not one of {ex.faults}")
             continue
         report = dl.grade(ex.id, path, faults=[fault], seed_list=seeds, cluster=cluster,
-                          show=False, points=points, until_fails=prop)
+                          drivers=drivers, show=False, points=points, until_fails=prop)
         cell = report.cell(fault, prop)
         caught = sorted({r.seed for r in cell.failing})
         table.append((f"wrong_{what}", f"{fault} x {prop}",
@@ -96,8 +108,9 @@ def test_grader_calibration(exercise_id: str, cluster):
             problems.append(f"wrong_{what} passed {fault} x {prop} on seed(s) "
                             f"{sorted(set(seeds) - set(caught))}:\n{report}")
 
-    starter = dl.grade(ex.id, ex.starter, seed_list=seeds[:1], cluster=cluster, show=False,
-                       faults=STARTER_FAULTS[ex.id], points=points)
+    starter = dl.grade(ex.id, ex.starter, seed_list=seeds[:1], cluster=cluster,
+                       drivers=drivers, show=False, faults=STARTER_FAULTS[ex.id],
+                       points=points)
     table.append(("starter", "any cell", f"{starter.failed} cell(s) failed", starter))
     if starter.failed == 0:
         problems.append(f"the starter passes: it must fail honestly:\n{starter}")

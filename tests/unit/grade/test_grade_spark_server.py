@@ -164,3 +164,27 @@ def test_grade_closes_its_driver_server_when_a_run_raises(monkeypatch, tmp_path:
         dl.grade("05", exercise("05").reference, cluster=object(), show=False)
     drivers, pid = served[0]
     assert gone(pid) and drivers.home is None
+
+
+def test_grade_runs_in_the_callers_driver_server_and_leaves_it_open(monkeypatch,
+                                                                    tmp_path: Path):
+    """A caller grading several solutions (the calibration) hands grade() its server:
+    every run of both grades is served by it, one process, still running after."""
+    import deliverylab as dl
+    from deliverylab.grade import exercise, spark_run
+
+    pids: list[int] = []
+
+    def run_spark(ex, path, fault, seed, cluster, point=None, drivers=None):
+        pids.append(serve(drivers, tmp_path, "done")[1])
+        raise RuntimeError("enough")
+
+    monkeypatch.setattr(spark_run, "run_spark", run_spark)
+    with S.DriverServer([sys.executable, "-u", "-c", STAND_IN]) as mine:
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match="enough"):
+                dl.grade("05", exercise("05").reference, cluster=object(), show=False,
+                         drivers=mine)
+        assert len(pids) == 2 and len(set(pids)) == 1 and not gone(pids[0])
+        assert mine.starts == 1
+    assert gone(pids[0]) and mine.home is None
