@@ -73,10 +73,10 @@ def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, st
 
 
 def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
-              cluster: Any, point: CrashPoint | None = None,
-              drivers: DriverServer | None = None) -> Run:
+              cluster: Any, point: CrashPoint | None = None, *,
+              drivers: DriverServer) -> Run:
     """One run of ``solution`` (a ``write_batch`` sink) under ``fault`` with ``seed``;
-    ``drivers``: the grade's driver server (else one of this run's own, closed after)."""
+    ``drivers``: the grade's driver server (its owner closes it)."""
     from ..process.children import Children  # lazy: the reaper is not vocabulary
     from ..spark import sinks
     from ..spark.session import MASTER_ENV
@@ -104,15 +104,14 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
                 "max_offsets": MAX_OFFSETS, "timeout": DRIVER_TIMEOUT - 20,
                 "master": os.environ.get(MASTER_ENV)}
         children = Children()
-        server = drivers or DriverServer()
         try:
             first = {**base, **plan, "process": "driver-0"}
             ended, err = (_driver(children, first, work) if plan["crash"] == "kill_driver"
-                          else server.serve(first, work, DRIVER_TIMEOUT))
+                          else drivers.serve(first, work, DRIVER_TIMEOUT))
             endings = [("driver-0", ended, err)]
             if ended == "killed":
-                ended, err = server.serve({**base, "process": "driver-1"}, work,
-                                          DRIVER_TIMEOUT)
+                ended, err = drivers.serve({**base, "process": "driver-1"}, work,
+                                           DRIVER_TIMEOUT)
                 endings.append(("driver-1", ended, err))
             errors += [e for _, _, e in endings if e]
             events = list(read_json_lines(work / "events.jsonl").records)
@@ -127,8 +126,6 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
             reads += sinks.read_database(database)
         finally:
             children.close()
-            if drivers is None:
-                server.close()
     result = C.check(history, reads, C.ANOMALIES, pipeline=(source, str(database)))
     counts.update(result.counts)
     passed = exercise.verdicts(fault, counts, state)
