@@ -45,6 +45,7 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     ResourceType,
 )
 
@@ -64,6 +65,9 @@ from ...waiting import wait_until
 #: How many attempts of the hanging transaction's write the proxy holds at most: the
 #: client's first request and its retries, as many as message.timeout.ms lets it make.
 HELD_ATTEMPTS = 5
+
+#: Seconds every broker may take to report a dynamic config the controller accepted.
+CONFIG_APPLIED_S = 30.0
 
 #: Broker properties a reproduction needs at start (static ones): the broker looks for
 #: expired producers every 200 ms instead of every 10 minutes.
@@ -202,6 +206,24 @@ def set_broker_default(cluster: Any, name: str, value: object | None) -> None:
     except KafkaException as exc:
         what = f"remove the override of {name}" if value is None else f"set {name}={value}"
         raise LabError(f"could not {what} on the brokers: {exc.args[0].str()}") from exc
+    # The controller has committed the change; each broker applies it when its metadata
+    # catches up, later on a loaded host (a cold CI run read the old value back). A
+    # reproduction timed against the setting, or the next one, starts only once every
+    # broker says it runs on it.
+    wait_until(f"every broker to report {name}="
+               f"{'its own setting' if value is None else text}",
+               lambda: all(_applied(admin, node, name, text) for node in cluster.nodes),
+               CONFIG_APPLIED_S, interval=0.1, retry=(KafkaException,))
+
+
+def _applied(admin: Any, node: object, name: str, text: str | None) -> bool:
+    """Does broker ``node`` report ``name`` at ``text`` (None: no dynamic override)?"""
+    resource = ConfigResource(ResourceType.BROKER, str(node))
+    entry = next(iter(admin.describe_configs([resource]).values())).result(30)[name]
+    if text is None:  # the C layer hands the source as an int, a ConfigEntry made here an enum
+        return getattr(entry.source, "value", entry.source) != \
+            ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    return entry.value == text
 
 
 @contextmanager

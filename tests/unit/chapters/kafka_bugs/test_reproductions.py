@@ -10,10 +10,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from confluent_kafka.admin import ConfigEntry, ConfigSource
 
 from deliverylab import checker as C
 from deliverylab.chapters.kafka_bugs import reproductions as bugs
-from deliverylab.errors import BadValue, LabError
+from deliverylab.errors import BadValue, LabError, TimedOut
 from deliverylab.history import History, Read
 
 
@@ -215,36 +216,78 @@ def test_a_transaction_version_outside_0_to_2_is_refused_in_one_line():
         bugs.finalized_transaction_version(SimpleNamespace(tool=lambda *a: "nothing"))
 
 
+class _Brokers:
+    """An admin over brokers that apply an altered config only after ``lag`` describes
+    of it (a broker's metadata catching up with the controller)."""
+
+    def __init__(self, nodes: list[int], lag: int = 0) -> None:
+        self.nodes, self.lag = nodes, lag
+        self.calls: list[list[str]] = []
+        self.ops: list[tuple[str, str, str | None]] = []
+        self.applied: dict[str, str | None] = {str(n): None for n in nodes}
+        self.pending: dict[str, tuple[str | None, int]] = {}
+        self.describes = 0
+
+    def admin(self) -> _Brokers:
+        return self
+
+    def incremental_alter_configs(self, resources):
+        self.calls.append([r.name for r in resources])
+        for r in resources:
+            entry = r.incremental_configs[0]
+            self.ops.append((r.name, entry.incremental_operation.name, entry.value))
+            self.pending[r.name] = (entry.value, self.lag)
+        done = SimpleNamespace(result=lambda timeout: None)
+        return {r: done for r in resources}
+
+    def describe_configs(self, resources):
+        (r,) = resources
+        self.describes += 1
+        if r.name in self.pending:
+            value, left = self.pending[r.name]
+            if left <= 0:
+                self.applied[r.name] = value
+                del self.pending[r.name]
+            else:
+                self.pending[r.name] = (value, left - 1)
+        value = self.applied[r.name]
+        source = (ConfigSource.DYNAMIC_BROKER_CONFIG if value is not None
+                  else ConfigSource.STATIC_BROKER_CONFIG).value  # an int, as librdkafka's
+        entry = ConfigEntry("producer.id.expiration.ms", value or "86400000", source=source)
+        done = SimpleNamespace(result=lambda timeout: {entry.name: entry})
+        return {r: done}
+
+
 def test_a_broker_config_is_set_with_one_call_per_broker():
     """librdkafka refuses two BROKER resources in one call (_CONFLICT)."""
-    calls = []
+    brokers = _Brokers([1, 2, 3])
+    bugs.set_broker_default(brokers, "producer.id.expiration.ms", 1500)
+    assert brokers.calls == [["1"], ["2"], ["3"]]
 
-    class Admin:
-        def incremental_alter_configs(self, resources):
-            calls.append([r.name for r in resources])
-            done = SimpleNamespace(result=lambda timeout: None)
-            return {r: done for r in resources}
 
-    cluster = SimpleNamespace(nodes=[1, 2, 3], admin=lambda: Admin())
-    bugs.set_broker_default(cluster, "producer.id.expiration.ms", 1500)
-    assert calls == [["1"], ["2"], ["3"]]
+def test_a_broker_config_is_set_only_once_every_broker_reports_it():
+    """The controller's answer is not the broker's: each applies the change when its
+    metadata catches up (a loaded CI host read the old value back after the call)."""
+    brokers = _Brokers([1, 2], lag=3)
+    bugs.set_broker_default(brokers, "producer.id.expiration.ms", 1500)
+    assert brokers.applied == {"1": "1500", "2": "1500"} and not brokers.pending
+    brokers.lag = 2
+    bugs.set_broker_default(brokers, "producer.id.expiration.ms", None)
+    assert brokers.applied == {"1": None, "2": None} and not brokers.pending
+
+
+def test_a_broker_that_never_applies_the_config_times_out_naming_it(monkeypatch):
+    brokers = _Brokers([1], lag=10**9)
+    monkeypatch.setattr(bugs, "CONFIG_APPLIED_S", 0.3)
+    with pytest.raises(TimedOut, match="every broker to report producer.id.expiration.ms=1500"):
+        bugs.set_broker_default(brokers, "producer.id.expiration.ms", 1500)
 
 
 def test_a_reproductions_broker_config_is_removed_after_it_even_on_failure():
     """The override lives for the ``with`` block: the next run starts from the default."""
-    ops = []
-
-    class Admin:
-        def incremental_alter_configs(self, resources):
-            for r in resources:
-                entry = r.incremental_configs[0]
-                ops.append((r.name, entry.incremental_operation.name, entry.value))
-            done = SimpleNamespace(result=lambda timeout: None)
-            return {r: done for r in resources}
-
-    cluster = SimpleNamespace(nodes=[1, 2], admin=lambda: Admin())
+    brokers = _Brokers([1, 2])
     with pytest.raises(RuntimeError, match="boom"):
-        with bugs.broker_default(cluster, "producer.id.expiration.ms", 1500):
+        with bugs.broker_default(brokers, "producer.id.expiration.ms", 1500):
             raise RuntimeError("boom")
-    assert ops == [("1", "SET", "1500"), ("2", "SET", "1500"),
+    assert brokers.ops == [("1", "SET", "1500"), ("2", "SET", "1500"),
                    ("1", "DELETE", None), ("2", "DELETE", None)]
