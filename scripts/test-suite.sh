@@ -74,9 +74,11 @@ if [ -n "$base_pid" ]; then
     prebuild_pid=$!
 fi
 
-# One test at a time to whichever worker is free, in conftest's order (the longest
-# first): xdist's default chunks would hand one worker every chapter at once.
-"$PY" -m pytest -n "$WORKERS" --dist load --maxschedchunk 1 -m "not solo" "$@"
+# A module at a time to whichever worker is free (its module fixtures then start once, not
+# once per worker), a chapter or a calibration alone, in conftest's order (the longest
+# first): tests/scheduling.py. --no-loadscope-reorder: xdist would otherwise put the
+# modules with the most tests first, the unit tests.
+"$PY" -m pytest -n "$WORKERS" --dist loadscope --no-loadscope-reorder -m "not solo" "$@"
 code=$?
 [ $code -eq 5 ] && code=0  # "no test selected": the arguments picked none of this part
 if [ $code -ne 0 ]; then

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from tests.lanes import LANES
+from tests.scheduling import ModuleScheduling, weight_of
 
 from deliverylab.classroom.hub.host import install_proxy, prepare_cache
 from deliverylab.classroom.hub.hub import Hub
@@ -65,8 +66,9 @@ _UNIT = "tests/unit/"
 @pytest.hookimpl(tryfirst=True)  # before tests/browser's hook, which puts the book last
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest first, so that no worker picks up a five-minute chapter when the others
-    are almost done: ``make test`` hands xdist's workers one test at a time in this order
-    (scripts/test-suite.sh), and the short unit tests at the end fill the gaps. A stable
+    are almost done: ``make test`` hands xdist's workers a unit at a time in this order (a
+    module, or a test of minutes: tests/scheduling.py), and the short unit tests at the
+    end fill the gaps. A stable
     sort: within a group the collection order stays (every worker must compute the same
     order). And every ``solo`` test must say where the solo part runs it."""
     root = Path(str(config.rootpath))
@@ -78,7 +80,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return 0
         return 2 if rel.startswith(_UNIT) else 1
 
-    items.sort(key=group)
+    # Measured seconds first (tests/scheduling.py's WEIGHTS: a chapter, a calibration, a
+    # module whose tests share a cluster), then the groups; unit tests always last.
+    items.sort(key=lambda item: (group(item) == 2, -weight_of(item.nodeid), group(item)))
     for item in items:
         if item.get_closest_marker("solo") is None:
             continue
@@ -87,6 +91,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(
                 f"{item.nodeid} is marked solo and {kinds or 'nothing else'}: a solo test "
                 f"is marked alone or with one lane of {LANES} (tests/lanes.py)")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` hands out a module at a time (tests/scheduling.py says why);
+    any other ``--dist`` is xdist's own."""
+    if config.getvalue("dist") == "loadscope":
+        return ModuleScheduling(config, log)
+    return None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
