@@ -373,3 +373,68 @@ os.kill(os.getpid(), signal.SIGKILL)
     wait_for("the reaper", lambda: gone(int(main)) and gone(int(spare))
              and not Path(home).exists())
 
+
+def test_warm_ahead_starts_the_spares_one_run_before_the_first_kill_driver():
+    from deliverylab.grade.spark_run import warm_ahead
+
+    class Drivers:
+        asked: list[int] = []
+
+        def spares(self, due: int) -> None:
+            self.asked.append(due)
+
+    d = Drivers()
+    cq, kd = "crash_query", "kill_driver"
+    warm_ahead(d, [cq, cq, kd, kd])  # two runs ahead: not yet
+    assert d.asked == []
+    warm_ahead(d, [cq, kd, kd, kd])
+    warm_ahead(d, [kd, kd])
+    warm_ahead(d, [cq])
+    assert d.asked == [3, 2]
+
+
+def test_grade_warms_its_servers_ahead_and_lists_runs_in_the_registrys_order(
+        monkeypatch, tmp_path: Path):
+    """A quick grade of 05 on stand-ins: the main server is up before the first run; a
+    spare is warming from the run before the first kill_driver on, each kill_driver's
+    driver-0 is served by a spare already up when its run began, and no spare starts
+    after the last; the report lists crash_query's points, then kill_driver's."""
+    import deliverylab as dl
+    from deliverylab.grade import exercise, spark_run
+    from deliverylab.grade.runner import Run
+
+    monkeypatch.setattr(S, "DriverServer", functools.partial(S.DriverServer, ARGV))
+    seen: list[dict] = []
+    ex = exercise("05")
+
+    def run_spark(ex, path, fault, seed, cluster, point=None, drivers=None):
+        spare = drivers._spare.proc.pid if drivers._spare.up() else None
+        at = {"fault": fault, "main": drivers._main.proc.pid, "spare": spare}
+        if fault == "kill_driver":
+            (at["ended"], _), at["alone"] = serve(drivers, tmp_path, "kill", alone=True)
+            _, at["restart"] = serve(drivers, tmp_path, "done", "driver-1")
+        else:
+            _, at["served"] = serve(drivers, tmp_path, "done")
+        at["drivers"] = drivers
+        seen.append(at)
+        return Run(ex.id, fault, seed, {}, {p.name: True for p in ex.properties},
+                   point=point.name if point else "")
+
+    monkeypatch.setattr(spark_run, "run_spark", run_spark)
+    report = dl.grade("05", ex.reference, cluster=object(), show=False)
+    faults = [r.fault for r in report.runs]
+    n = faults.count("crash_query")
+    assert faults == ["crash_query"] * n + ["kill_driver"] * (len(faults) - n) and n >= 2
+    assert [r.point for r in report.runs] == [p.name for f in ex.faults
+                                              for p in ex.points(f)]
+    main = seen[0]["main"]
+    assert all(s.get("served", main) == s.get("restart", main) == s["main"] == main
+               for s in seen)  # one main server, up before the first run
+    assert [s["spare"] is not None for s in seen] == [False] * (n - 1) + [True] * (
+        len(seen) - n + 1)
+    kills = seen[n:]
+    assert all(s["ended"] == "killed" and s["alone"] == s["spare"] != main for s in kills)
+    assert len({s["alone"] for s in kills}) == len(kills)  # a fresh process each
+    drivers = seen[0]["drivers"]
+    assert drivers.spare_starts == len(kills) and drivers.home is None  # closed
+    assert all(gone(p) for p in [main, *(s["alone"] for s in kills)])
