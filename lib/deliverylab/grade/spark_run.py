@@ -44,10 +44,11 @@ from .spark_server import DriverServer
 #: Seconds one driver may take (Spark starts in it) before it is killed, ``unfinished``.
 DRIVER_TIMEOUT = 240.0
 
-#: Runs ahead of the first ``kill_driver`` at which its spare starts warming: one run
-#: (7-15 s) covers most of a Spark start, and an earlier spare would compete for the
-#: cores with the main server's own start and the first run.
-SPARE_LEAD = 1
+#: Runs ahead of the first ``kill_driver`` from which spares may warm: a Spark start
+#: takes about as long as two or three ``crash_query`` runs beside it, and the driver
+#: server starts them one at a time, after its main server's (:data:`~.spark_server.
+#: WARMING_MAX`).
+SPARE_LEAD = 3
 
 #: Offsets per micro-batch (``maxOffsetsPerTrigger``): 40 values make 4 batches.
 MAX_OFFSETS = 10

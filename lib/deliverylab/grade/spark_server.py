@@ -16,9 +16,10 @@ run that mostly waits on the broker:
 - a **spare** serves exactly one driver, the one a ``kill_driver`` kills: that driver
   must be a process of its own, because its SIGKILL of its process group (the spare's
   Python and its JVM, :meth:`.spark_child.Crash.kill`) is the fault. The student's module
-  is imported in it only when the spec arrives, as in a fresh driver process. The next
-  spare starts as soon as one is used, while the run's restart goes on, as long as the
-  grade said more are coming (:meth:`DriverServer.spares`).
+  is imported in it only when the spec arrives, as in a fresh driver process. The owner
+  says how many specs will want one (:meth:`DriverServer.spares`); they are started one
+  after another, each as soon as no other server is starting its Spark, so that the
+  Spark starts run one at a time on one core while the grade's runs use the other.
 
 The protocol: the parent writes a spec file's path, one line, to the server's stdin; the
 server appends ``{"took": path}`` to its results file
@@ -54,7 +55,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +72,20 @@ SERVED = ("done", "raised")
 #: that never came (its grade stopped early), a server its owner forgot to close.
 IDLE_S = 900.0
 
+#: Spares alive at once, warm or warming (each an idle Spark driver, a few hundred MB).
+SPARES_MAX = 2
+
+#: Server processes starting their Spark at once. One: a Spark start takes most of a
+#: core for ~10-15 s, the grade's runs the other; two starts at once slow each other and
+#: the run on the critical path (the main server's first driver, a spare being used).
+WARMING_MAX = 1
+
 _log = lablog.logger(__name__)
 
 
 class _Server:
-    """One kind of server process of a :class:`DriverServer` (the main one, or the
-    spares): started warm, replaced when it died, answering specs by their path."""
+    """One server process of a :class:`DriverServer` (its main server, or one spare):
+    started warm, replaced when it died (the main one), answering specs by their path."""
 
     def __init__(self, owner: DriverServer, name: str, once: bool) -> None:
         self.owner, self.name, self.once = owner, name, once
@@ -85,6 +94,7 @@ class _Server:
         #: Processes started so far (a replaced one counts again).
         self.starts = 0
         self._started_at = 0.0
+        self._warm_after: float | None = None  # of the current process, once known
 
     @property
     def log(self) -> Path:
@@ -96,6 +106,20 @@ class _Server:
 
     def up(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def warming(self) -> bool:
+        """Is its Spark still starting (it is up, and has not said it is warm)?"""
+        return self.up() and self.warm_after() is None
+
+    def warm_after(self) -> float | None:
+        """Seconds the current process took to warm up (its warm-up failed: -1), None
+        while it warms."""
+        if self._warm_after is None and self.proc is not None:
+            pid = self.proc.pid
+            self._warm_after = next(
+                (r["warm"] for r in read_json_lines(self.results).records
+                 if r.get("pid") == pid and "warm" in r), None)
+        return self._warm_after
 
     def start(self) -> subprocess.Popen:
         """The server process, started now (warm: it creates its SparkContext at once)
@@ -115,21 +139,25 @@ class _Server:
                 self.name, [*argv, *flags, str(self.results)], self.log, stdin=True,
                 env=driver_env(home / "tmp"))
             self.starts += 1
+            self.owner.spare_starts += self.once
             self._started_at = time.monotonic()
+            self._warm_after = None
         return self.proc
 
-    def serve(self, path: Path, process: str, limit: float) -> tuple[str, str]:
+    def serve(self, path: Path, process: str, limit: float,
+              tick: Callable[[], None]) -> tuple[str, str]:
         """Send the spec at ``path`` and wait up to ``limit`` seconds for its end (see
-        :meth:`DriverServer.serve`); a server that died before it took the spec is
-        replaced once."""
+        :meth:`DriverServer.serve`), calling ``tick`` as it waits; a server that died
+        before it took the spec is replaced once."""
         deadline = time.monotonic() + limit
         for attempt in (1, 2):
             proc = self.start()
             since = self.log.stat().st_size if self.log.exists() else 0
-            warm = self._warm(proc.pid)
+            warm = self.warm_after()
             _log.info("%s goes to the %s (pid %d, started %.1f s ago, %s)", process,
                       self.name, proc.pid, time.monotonic() - self._started_at,
-                      f"warm after {warm:.1f} s" if warm is not None else "still warming")
+                      "still warming" if warm is None else "its warm-up failed"
+                      if warm < 0 else f"warm after {warm:.1f} s")
             try:
                 proc.stdin.write(f"{path}\n")
                 proc.stdin.flush()
@@ -138,7 +166,8 @@ class _Server:
             try:
                 answer = wait_until(f"the {self.name} to serve {process}",
                                     lambda p=proc: self._answer(p, str(path)),
-                                    max(0.1, deadline - time.monotonic()), interval=0.1)
+                                    max(0.1, deadline - time.monotonic()), check=tick,
+                                    interval=0.1)
             except TimedOut:
                 self.discard()
                 return "timeout", f"{process} still ran after {limit:.0f} s: killed"
@@ -157,11 +186,6 @@ class _Server:
 
         return "error", (f"the grader's {self.name} exited (code {code}) twice before "
                          f"it took {process}'s spec; its log:\n{tail(self.log, 12)}")
-
-    def _warm(self, pid: int) -> float | None:
-        """Seconds process ``pid`` took to warm up, or None if it is not warm yet."""
-        return next((r["warm"] for r in read_json_lines(self.results).records
-                     if r.get("pid") == pid and "warm" in r), None)
 
     def _answer(self, proc: subprocess.Popen, path: str) -> dict[str, Any] | None:
         """The server's answer to the spec at ``path`` (its exit code as ``code``), or,
@@ -191,7 +215,12 @@ class DriverServer:
     main server, :meth:`serve_alone` in a spare of its own, and each names the end as
     :func:`~deliverylab.grade.runner.child_ending` names a fresh driver's. Nothing runs
     until :meth:`start`, :meth:`spares` or the first spec; :meth:`close` leaves nothing
-    running."""
+    running.
+
+    The spares the owner asked for (:meth:`spares`) are started one Spark start at a time
+    (:data:`WARMING_MAX`, the main server's start included), up to :data:`SPARES_MAX`
+    alive; the driver server has no thread of its own: it looks whether the next one may
+    start (:meth:`tend`) whenever it is called and while it waits for a driver."""
 
     def __init__(self, argv: list[str] | None = None, idle: float = IDLE_S) -> None:
         #: The server's command line, its flags and results file appended (tests: a
@@ -202,18 +231,17 @@ class DriverServer:
         self.home: Path | None = None  # logs, results, the drivers' TMPDIR
         self._children: Any = None
         self._main = _Server(self, "driver server", once=False)
-        self._spare = _Server(self, "spare driver", once=True)
+        self._spares: list[_Server] = []  # up, or being started: the oldest first
+        self._busy: _Server | None = None  # the spare serving its one spec now
         self._due = 0  # specs the owner said will be served alone
+        self._named = 0  # spares named so far: each its own log
+        #: Spare processes started so far (one replaced before its spec counts again).
+        self.spare_starts = 0
 
     @property
     def starts(self) -> int:
         """Main server processes started so far (a replaced one counts again)."""
         return self._main.starts
-
-    @property
-    def spare_starts(self) -> int:
-        """Spare processes started so far."""
-        return self._spare.starts
 
     @property
     def log(self) -> Path:
@@ -242,14 +270,36 @@ class DriverServer:
         self._main.start()
 
     def spares(self, due: int) -> None:
-        """The next ``due`` specs the owner knows will be served alone: keep a spare
-        warming for them from now on, one after another, and none once they were served
-        (``0``: stop a spare nobody will use)."""
-        self._due = due
-        if due > 0 and not self._spare.up():
-            self._spare.start()
-        elif due <= 0 and self._spare.proc is not None:
-            self._spare.discard()
+        """The next ``due`` specs the owner knows will be served alone: warm spares for
+        them from now on (:meth:`tend`), and none once they were served (``0``: stop the
+        spares nobody will use)."""
+        self._due = max(0, due)
+        if not self._due:
+            for spare in self._spares:
+                spare.discard()
+            self._spares = []
+        self.tend()
+
+    def tend(self) -> None:
+        """Start the next spare if one is due, fewer than :data:`SPARES_MAX` are up, and
+        no other server is starting its Spark (:data:`WARMING_MAX`); forget a spare that
+        died while it waited (the lab's log says so)."""
+        for spare in [s for s in self._spares if not s.up()]:
+            _log.warning("the %s (pid %d) exited with code %s before it was used",
+                         spare.name, spare.proc.pid, spare.proc.returncode)
+            spare.discard()
+            self._spares.remove(spare)
+        busy = [self._main, *self._spares, *([self._busy] if self._busy else [])]
+        while (len(self._spares) < min(self._due, SPARES_MAX)
+               and sum(s.warming() for s in busy) < WARMING_MAX):
+            spare = self._new_spare()
+            spare.start()
+            self._spares.append(spare)
+            busy.append(spare)
+
+    def _new_spare(self) -> _Server:
+        self._named += 1
+        return _Server(self, f"spare driver {self._named}", once=True)
 
     @staticmethod
     def _write(spec: dict[str, Any], workdir: Path) -> Path:
@@ -262,26 +312,36 @@ class DriverServer:
         ``limit`` seconds; returns (how it ended, error tail): ``done``, ``raised``,
         ``error`` with the log's last lines of this spec, ``killed`` (the student killed
         the server), ``timeout``."""
-        return self._main.serve(self._write(spec, workdir), spec["process"], limit)
+        return self._main.serve(self._write(spec, workdir), spec["process"], limit,
+                                self.tend)
 
     def serve_alone(self, spec: dict[str, Any], workdir: Path,
                     limit: float) -> tuple[str, str]:
         """Run ``spec`` in a spare, a process of its own that serves only it (its kill
-        is the fault), warm if :meth:`spares` started it ahead; ends named as by
-        :meth:`serve`. The next spare starts now if more are due."""
-        ended = self._spare.serve(self._write(spec, workdir), spec["process"], limit)
+        is the fault): the warm one that waited longest, else the one closest to warm,
+        else one started now; ends named as by :meth:`serve`."""
+        self.tend()
+        ready = [s for s in self._spares if s.warm_after() is not None] or self._spares
+        spare = ready[0] if ready else self._new_spare()
+        if spare in self._spares:
+            self._spares.remove(spare)
         self._due = max(0, self._due - 1)
-        if self._due:
-            self._spare.start()  # warms while this run's restart goes on
-        return ended
+        self._busy = spare
+        try:
+            return spare.serve(self._write(spec, workdir), spec["process"], limit,
+                               self.tend)
+        finally:
+            self._busy = None
+            spare.discard()  # served its one spec (its own exit, or its kill, ended it)
+            self.tend()
 
     def close(self) -> None:
         """Stop every server, release the reaper, remove the servers' folder."""
         if self._children is not None:
             self._children.close()
             self._children = None
-        self._main.proc = self._spare.proc = None
-        self._due = 0
+        self._main.proc = None
+        self._spares, self._busy, self._due = [], None, 0
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
@@ -353,10 +413,11 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         try:
             warm_up()
+            took = round(time.monotonic() - t0, 2)
         except Exception:  # the spec's driver starts Spark itself, and fails as a fresh one
             traceback.print_exc()
-        else:
-            results.append({"pid": os.getpid(), "warm": round(time.monotonic() - t0, 2)})
+            took = -1.0
+        results.append({"pid": os.getpid(), "warm": took})
         sys.stdout.flush()
         sys.stderr.flush()
     for path in spec_paths(sys.stdin.fileno(), args.idle):

@@ -229,10 +229,9 @@ def noted():
     log.removeHandler(handler)
 
 
-def records(drivers: S.DriverServer, which: str = "spare") -> list[dict]:
-    """What the servers of one kind appended to their results file, in order."""
-    kind = drivers._spare if which == "spare" else drivers._main
-    return list(read_json_lines(kind.results).records)
+def records(drivers: S.DriverServer, which: str = "spare-driver-1") -> list[dict]:
+    """What one server (``driver-server``: the main one) appended to its results file."""
+    return list(read_json_lines(drivers.home / f"{which}.jsonl").records)
 
 
 def wait_for(what, probe, limit: float = 20.0):
@@ -249,7 +248,7 @@ def test_start_warms_the_main_server_before_any_spec(server, tmp_path: Path):
     server.start()
     pid = server._main.proc.pid
     wait_for("its warm-up", lambda: any(r.get("warm") is not None for r in
-                                        records(server, "main")))
+                                        records(server, "driver-server")))
     (ended, _), served_by = serve(server, tmp_path, "done")
     assert ended == "done" and served_by == pid and server.starts == 1
     server.start()  # running: nothing new
@@ -262,15 +261,15 @@ def test_a_spare_serves_one_driver_in_a_process_of_its_own_and_the_next_warms_at
     its process group (the fault); the next spare is up before the next spec, and none
     once the last one due was served."""
     server.spares(2)
-    first = server._spare.proc.pid  # warming before any spec was sent
+    first = server._spares[0].proc.pid  # warming before any spec was sent
     assert server.starts == 0  # the main server is not involved
     (ended, err), pid = serve(server, tmp_path, "kill", alone=True)
     assert (ended, err) == ("killed", "") and pid == first and gone(first)
-    second = server._spare.proc.pid  # started as soon as the first was used
-    assert second != first and server._spare.up()
+    second = server._spares[0].proc.pid  # started once the first was warm
+    assert second != first and server._spares[0].up()
     (ended, _), pid = serve(server, tmp_path, "done", "driver-0", alone=True)
     assert ended == "done" and pid == second
-    assert gone(second) and server._spare.proc is None and server.spare_starts == 2
+    assert gone(second) and server._spares == [] and server.spare_starts == 2
     # a spare's one driver has the process to itself (no shared session)
     assert (tmp_path.glob("done-driver-0-*/pid").__next__().read_text().split()[1]
             == "False")
@@ -292,18 +291,18 @@ def test_a_spare_whose_warm_up_failed_serves_cold_as_a_fresh_driver_would(
     monkeypatch.setenv("STAND_IN_WARM", "fail")
     server.spares(1)
     assert serve(server, tmp_path, "done", alone=True)[0] == ("done", "")
-    assert "RuntimeError: no Spark here" in (server.home / "spare-driver.log").read_text()
+    assert "RuntimeError: no Spark here" in (server.home / "spare-driver-1.log").read_text()
 
 
 def test_a_spare_that_died_before_its_spec_is_replaced_and_the_log_says_so(
         server, tmp_path: Path, noted):
     server.spares(1)
-    dead = server._spare.proc.pid
+    dead = server._spares[0].proc.pid
     os.killpg(dead, 9)
-    server._spare.proc.wait(10)
+    server._spares[0].proc.wait(10)
     (ended, _), pid = serve(server, tmp_path, "kill", alone=True)
     assert ended == "killed" and pid != dead and server.spare_starts == 2
-    assert any(f"pid {dead}" in m and "a fresh one" in m for m in noted)
+    assert any(f"pid {dead}) exited with code -9 before it was used" in m for m in noted)
 
 
 def test_a_server_that_dies_before_it_takes_the_spec_is_replaced_once_never_judged(
@@ -312,7 +311,6 @@ def test_a_server_that_dies_before_it_takes_the_spec_is_replaced_once_never_judg
     the spec once; a second such death is an error, never ``done`` (its exit code 0
     would read so) nor ``killed`` (the fault)."""
     monkeypatch.setenv("STAND_IN_WARM", "exit")
-    server.spares(1)
     ended, err = server.serve_alone({"process": "driver-0"}, tmp_path, 30.0)
     assert ended == "error" and "exited (code 7) twice before it took driver-0" in err
     assert server.spare_starts == 2
@@ -326,13 +324,38 @@ def test_a_spare_not_done_in_time_is_killed_and_a_timeout(server, tmp_path: Path
     assert (ended, err) == ("timeout", "driver-0 still ran after 2 s: killed") and gone(pid)
 
 
-def test_spares_zero_stops_a_spare_nobody_will_use(server):
+def test_spares_zero_stops_the_spares_nobody_will_use(server, monkeypatch):
+    monkeypatch.setenv("STAND_IN_WARM", "30")
     server.spares(3)
-    pid = server._spare.proc.pid
-    server.spares(3)  # one is up: no second
+    pid = server._spares[0].proc.pid
+    server.spares(3)  # one is still starting its Spark: no second yet
     assert server.spare_starts == 1
     server.spares(0)
-    assert gone(pid) and server._spare.proc is None
+    assert gone(pid) and server._spares == []
+
+
+def test_spares_start_one_spark_start_at_a_time_and_at_most_spares_max(
+        server, monkeypatch):
+    """The main server's start first, then one spare after another, each once the one
+    before is warm: two Spark starts at once would slow the one a run waits for."""
+    monkeypatch.setenv("STAND_IN_WARM", "0.5")
+    server.start()
+    server.spares(5)
+    assert server.spare_starts == 0  # the main server is still starting
+    starts = []
+
+    def look() -> bool:
+        server.tend()
+        if server.spare_starts > len(starts):  # one just started: the others were warm
+            starts.append([s.warm_after() is not None for s in
+                           [server._main, *server._spares[:-1]]])
+        return server.spare_starts >= S.SPARES_MAX and all(
+            s.warm_after() is not None for s in server._spares)
+
+    wait_for("the spares", look)
+    assert starts == [[True], [True, True]][:S.SPARES_MAX]
+    server.tend()
+    assert len(server._spares) == server.spare_starts == S.SPARES_MAX
 
 
 def test_a_server_idle_too_long_exits_by_itself_and_the_next_spec_gets_a_fresh_one(
@@ -353,9 +376,9 @@ def test_the_servers_die_with_the_grading_process(tmp_path: Path):
 import os, signal, sys
 from deliverylab.grade.spark_server import DriverServer
 drivers = DriverServer({ARGV!r})
-drivers.start()
 drivers.spares(1)
-print(drivers._main.proc.pid, drivers._spare.proc.pid, drivers.home, flush=True)
+drivers.start()
+print(drivers._main.proc.pid, drivers._spares[0].proc.pid, drivers.home, flush=True)
 sys.stdin.readline()
 os.kill(os.getpid(), signal.SIGKILL)
 """
@@ -374,7 +397,7 @@ os.kill(os.getpid(), signal.SIGKILL)
              and not Path(home).exists())
 
 
-def test_warm_ahead_starts_the_spares_one_run_before_the_first_kill_driver():
+def test_warm_ahead_asks_for_spares_lead_runs_before_the_first_kill_driver():
     from deliverylab.grade.spark_run import warm_ahead
 
     class Drivers:
@@ -385,20 +408,20 @@ def test_warm_ahead_starts_the_spares_one_run_before_the_first_kill_driver():
 
     d = Drivers()
     cq, kd = "crash_query", "kill_driver"
-    warm_ahead(d, [cq, cq, kd, kd])  # two runs ahead: not yet
+    warm_ahead(d, [cq, cq, cq, cq, kd], lead=3)  # four runs ahead: not yet
     assert d.asked == []
-    warm_ahead(d, [cq, kd, kd, kd])
-    warm_ahead(d, [kd, kd])
-    warm_ahead(d, [cq])
+    warm_ahead(d, [cq, cq, cq, kd, kd, kd], lead=3)
+    warm_ahead(d, [kd, kd], lead=3)
+    warm_ahead(d, [cq], lead=3)
     assert d.asked == [3, 2]
 
 
 def test_grade_warms_its_servers_ahead_and_lists_runs_in_the_registrys_order(
         monkeypatch, tmp_path: Path):
-    """A quick grade of 05 on stand-ins: the main server is up before the first run; a
-    spare is warming from the run before the first kill_driver on, each kill_driver's
-    driver-0 is served by a spare already up when its run began, and no spare starts
-    after the last; the report lists crash_query's points, then kill_driver's."""
+    """A quick grade of 05 on stand-ins: the main server is up before the first run;
+    each kill_driver's driver-0 is served by a spare already up when its run began, a
+    process of its own, and no spare starts after the last; the report lists
+    crash_query's points, then kill_driver's."""
     import deliverylab as dl
     from deliverylab.grade import exercise, spark_run
     from deliverylab.grade.runner import Run
@@ -408,7 +431,8 @@ def test_grade_warms_its_servers_ahead_and_lists_runs_in_the_registrys_order(
     ex = exercise("05")
 
     def run_spark(ex, path, fault, seed, cluster, point=None, drivers=None):
-        spare = drivers._spare.proc.pid if drivers._spare.up() else None
+        drivers.tend()
+        spare = drivers._spares[0].proc.pid if drivers._spares else None
         at = {"fault": fault, "main": drivers._main.proc.pid, "spare": spare}
         if fault == "kill_driver":
             (at["ended"], _), at["alone"] = serve(drivers, tmp_path, "kill", alone=True)
@@ -430,9 +454,8 @@ def test_grade_warms_its_servers_ahead_and_lists_runs_in_the_registrys_order(
     main = seen[0]["main"]
     assert all(s.get("served", main) == s.get("restart", main) == s["main"] == main
                for s in seen)  # one main server, up before the first run
-    assert [s["spare"] is not None for s in seen] == [False] * (n - 1) + [True] * (
-        len(seen) - n + 1)
     kills = seen[n:]
+    assert all(s["spare"] is not None for s in kills)  # each up before its run began
     assert all(s["ended"] == "killed" and s["alone"] == s["spare"] != main for s in kills)
     assert len({s["alone"] for s in kills}) == len(kills)  # a fresh process each
     drivers = seen[0]["drivers"]
