@@ -20,6 +20,7 @@ from deliverylab.grade import spark_child
 from deliverylab.grade import spark_server as S
 from deliverylab.grade.child import RAISED, load_solution
 from deliverylab.history import read_json_lines
+from deliverylab.waiting import wait_until
 
 #: The stand-in: the server's own loop, each spec acted out by ``act``; its warm-up, by
 #: $STAND_IN_WARM: seconds to sleep (default 0), ``fail`` (an error: the server goes on
@@ -234,14 +235,9 @@ def records(drivers: S.DriverServer, which: str = "spare-driver-1") -> list[dict
     return list(read_json_lines(drivers.home / f"{which}.jsonl").records)
 
 
-def wait_for(what, probe, limit: float = 20.0):
-    import time
-
-    deadline = time.monotonic() + limit
-    while not (got := probe()):
-        assert time.monotonic() < deadline, f"still waiting for {what}"
-        time.sleep(0.05)
-    return got
+def wait_for(what: str, probe, limit: float = 20.0):
+    """``probe``'s first truthy answer within ``limit`` seconds (the lab's one wait)."""
+    return wait_until(what, probe, limit, interval=0.05)
 
 
 def test_start_warms_the_main_server_before_any_spec(server, tmp_path: Path):
