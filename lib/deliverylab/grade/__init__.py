@@ -65,9 +65,10 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     :class:`~.spark_server.DriverServer` the caller owns and closes, so that grading
     several solutions starts Spark once (default: one of this grade's own, closed at its
     end; each run imports the student's file afresh either way). Its main server is
-    started first, its Spark warming while the cluster starts, and a spare warms for each
-    ``kill_driver`` run from the run before it on (:func:`~.spark_run.warm_ahead`); a
-    caller's server is left with its main server running and no spare.
+    started first, its Spark warming while the cluster starts, and spares for the
+    ``kill_driver`` runs warm from a few runs before the first on, one Spark start at a
+    time (:func:`~.spark_run.warm_ahead`); a caller's server is left with its main server
+    running and no spare.
     """
     ex = exercise(exercise_id)
     path = _solution(ex, solution)
