@@ -49,7 +49,8 @@ def quick(exercise: str) -> None:
           f"{report.closing()}")
     for f in report.faults:
         runs = [r.seconds for r in report.runs if r.fault == f]
-        print(f"  {f:<15} {statistics.mean(runs):5.1f} s per run")
+        print(f"  {f:<15} {statistics.mean(runs):5.1f} s per run ("
+              + ", ".join(f"{s:.1f}" for s in runs) + ")")
 
 
 def stability(exercises: list[str], seeds: int, first: int = 1) -> None:

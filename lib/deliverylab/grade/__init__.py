@@ -64,7 +64,11 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     only whether a wrong solution's cell is caught. ``drivers``: for exercise 05, a
     :class:`~.spark_server.DriverServer` the caller owns and closes, so that grading
     several solutions starts Spark once (default: one of this grade's own, closed at its
-    end; each run imports the student's file afresh either way).
+    end; each run imports the student's file afresh either way). Its main server is
+    started first, its Spark warming while the cluster starts, and spares for the
+    ``kill_driver`` runs warm from a few runs before the first on, one Spark start at a
+    time (:func:`~.spark_run.warm_ahead`); a caller's server is left with its main server
+    running and no spare.
     """
     ex = exercise(exercise_id)
     path = _solution(ex, solution)
@@ -89,38 +93,53 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
         if show:
             print(report, flush=True)
         return report
+    # The runs, in the order the report lists them: fault by fault (the registry's
+    # order: 05's crash_query runs, whose drivers share the main server, before its
+    # kill_driver runs, whose spares warm meanwhile), seed by seed, point by point.
+    planned = [(f, s, point) for f in chosen for s in seed_values
+               for point in _points(ex, f, only)]
     own_drivers = drivers is None
-    if ex.kind == "foreach_batch":  # Spark drivers: those no fault kills in one server
-        from .spark_run import run_spark
+    ahead: Any = None  # before each run: what the runs to come need started now
+    if ex.kind == "foreach_batch":  # Spark drivers, warmed up before they are needed
+        from .spark_run import run_spark, warm_ahead
         from .spark_server import DriverServer
 
         if own_drivers:
-            drivers = DriverServer()  # nothing starts before the first run asks
+            drivers = DriverServer()
         run_once = functools.partial(run_spark, drivers=drivers)
+        ahead = functools.partial(warm_ahead, drivers)
     else:
         from .runner import run_once  # the runner pulls in the clients
     own = cluster is None
-    if own:
-        from ..cluster import Cluster
-
-        cluster = Cluster.start(brokers=1, proxy=True, backend="local")
-    t0 = time.monotonic()
     runs = []
     try:
-        for f in chosen:
-            for s in seed_values:
-                for point in _points(ex, f, only):
-                    run = run_once(ex, path, f, s, cluster, point)
-                    runs.append(run)
-                    if show:
-                        print(f"  {f:<15} {run.label:<22} {run.seconds:5.1f} s  "
-                              f"{_verdict(run)}", flush=True)
-                    if until_fails is not None and run.passed.get(until_fails) is False:
-                        break
-    finally:
-        if own_drivers and drivers is not None:
-            drivers.close()
+        if ahead is not None:
+            drivers.start()  # its Spark starts while the cluster does
         if own:
+            from ..cluster import Cluster
+
+            cluster = Cluster.start(brokers=1, proxy=True, backend="local")
+        t0 = time.monotonic()
+        caught: set[tuple[str, int]] = set()  # (fault, seed) failed: ``until_fails``
+        for i, (f, s, point) in enumerate(planned):
+            if (f, s) in caught:
+                continue
+            if ahead is not None:
+                ahead([g for g, t, _ in planned[i:] if (g, t) not in caught])
+            run = run_once(ex, path, f, s, cluster, point)
+            runs.append(run)
+            if show:
+                print(f"  {f:<15} {run.label:<22} {run.seconds:5.1f} s  "
+                      f"{_verdict(run)}", flush=True)
+            if until_fails is not None and run.passed.get(until_fails) is False:
+                caught.add((f, s))
+    finally:
+        if drivers is not None:
+            if own_drivers:
+                drivers.close()
+            else:
+                drivers.spares(0)  # a spare warmed for a run that did not come
+        if own and cluster is not None:
             cluster.stop()
     report = Report(ex, path, runs, time.monotonic() - t0)
     if out is not None:

@@ -3,9 +3,12 @@
 Chapter 05's pipeline as the student's own: the lab's Spark query (Kafka source,
 ``read_committed``, ``maxOffsetsPerTrigger``, the provenance column; see
 :func:`deliverylab.spark.pipeline.source_frame`) whose ``foreachBatch`` function calls
-the student's ``write_batch(df, batch_id, db)``. It runs in a process of its own, with
-its own SparkSession, so that ``kill_driver`` is a real SIGKILL of the student's driver
-(Python and its Spark JVM, one process group).
+the student's ``write_batch(df, batch_id, db)``. The grader runs it (:func:`run`) in
+its driver servers (:mod:`.spark_server`): the driver a ``kill_driver`` kills in a spare,
+a process of its own with its own SparkSession, so that the fault is a real SIGKILL of
+the student's driver (Python and its Spark JVM, one process group); the others one after
+the other in the main server. ``python -m`` runs one spec in a fresh process (a run
+replayed by hand).
 
 The two crashes of the registry land at seeded batch ``crash_at``, in the window the
 chapter is about -- after the student's write, before Spark writes ``commits/N``:

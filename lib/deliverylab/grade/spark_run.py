@@ -7,10 +7,11 @@ The same shape as :func:`deliverylab.grade.runner.run_once`, for a Spark driver:
 2. ``driver-0`` runs the query with the student's function and crashes at the seeded
    batch: ``crash_query`` raises and restarts the query inside the same driver;
    ``kill_driver`` SIGKILLs the driver (:mod:`deliverylab.grade.spark_child`, a process
-   of its own: its death is the fault), and ``driver-1`` restarts the query on the same
-   checkpoint and database. The drivers no fault kills run in the grade's driver server
-   (:mod:`deliverylab.grade.spark_server`: one Spark start for all of them, the
-   student's module imported afresh for each);
+   of its own -- a spare of the grade's driver server, its Spark warmed up before the
+   run needed it: its death is the fault), and ``driver-1`` restarts the query on the
+   same checkpoint and database. The drivers no fault kills run in the grade's main
+   driver server (:mod:`deliverylab.grade.spark_server`: one Spark start for all of
+   them); every driver imports the student's module afresh;
 3. the drivers' events become the History; the input is read back (read_committed) and
    the database's rows as the output (:func:`deliverylab.spark.sinks.read_database`);
    the Checker's pipeline check counts values missing or written twice.
@@ -20,7 +21,6 @@ The seed decides the batch that crashes, nothing else: the same seed replays the
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import tempfile
@@ -36,13 +36,19 @@ from ..modes import AT_LEAST_ONCE
 from ..readers import read_back
 from ..workload import ProducerWorkload
 from .exercises import JUDGED, RAISED, UNPLACED, Exercise
-from .runner import Run, child_ending, judge_state, to_history
+from .runner import Run, judge_state, to_history
 from .search import CrashPoint
 from .spark_child import RECORDS
 from .spark_server import DriverServer
 
 #: Seconds one driver may take (Spark starts in it) before it is killed, ``unfinished``.
 DRIVER_TIMEOUT = 240.0
+
+#: Runs ahead of the first ``kill_driver`` from which spares may warm: a Spark start
+#: takes about as long as two or three ``crash_query`` runs beside it, and the driver
+#: server starts them one at a time, after its main server's (:data:`~.spark_server.
+#: WARMING_MAX`).
+SPARE_LEAD = 3
 
 #: Offsets per micro-batch (``maxOffsetsPerTrigger``): 40 values make 4 batches.
 MAX_OFFSETS = 10
@@ -57,19 +63,13 @@ def crash_plan(exercise: Exercise, fault: str, point: CrashPoint | None) -> dict
     return {"crash": fault, "crash_at": (n - 1) % (batches - 1)}
 
 
-def _driver(children: Any, spec: dict[str, Any], workdir: Path) -> tuple[str, str]:
-    """Run one driver in a process of its own to its end (the one a ``kill_driver``
-    kills); returns (how it ended, error tail)."""
-    from ..process.children import python_module
-    from ..spark.session import driver_env
-
-    path = workdir / f"{spec['process']}.json"
-    path.write_text(json.dumps(spec))
-    log = workdir / f"{spec['process']}.log"
-    proc = children.start(spec["process"], python_module("grade.spark_child", str(path)),
-                          log, env=driver_env(workdir / "tmp"))
-    started = time.monotonic()
-    return child_ending(children, proc, spec["process"], log, DRIVER_TIMEOUT, started)
+def warm_ahead(drivers: DriverServer, faults: list[str], lead: int = SPARE_LEAD) -> None:
+    """Before a run: ``faults`` are those of this run and the runs after it, in order.
+    If one of the next ``lead + 1`` needs a driver of its own (``kill_driver``), have
+    ``drivers`` warm a spare for each such run still to come, so that the spare's Spark
+    starts while the runs before it mostly wait on the broker."""
+    if "kill_driver" in faults[:lead + 1]:
+        drivers.spares(faults.count("kill_driver"))
 
 
 def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
@@ -77,7 +77,6 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
               drivers: DriverServer) -> Run:
     """One run of ``solution`` (a ``write_batch`` sink) under ``fault`` with ``seed``;
     ``drivers``: the grade's driver server (its owner closes it)."""
-    from ..process.children import Children  # lazy: the reaper is not vocabulary
     from ..spark import sinks
     from ..spark.session import MASTER_ENV
 
@@ -103,29 +102,25 @@ def run_spark(exercise: Exercise, solution: Path, fault: str, seed: int,
                 "state": str(work / "state"), "events": str(work / "events.jsonl"),
                 "max_offsets": MAX_OFFSETS, "timeout": DRIVER_TIMEOUT - 20,
                 "master": os.environ.get(MASTER_ENV)}
-        children = Children()
-        try:
-            first = {**base, **plan, "process": "driver-0"}
-            ended, err = (_driver(children, first, work) if plan["crash"] == "kill_driver"
-                          else drivers.serve(first, work, DRIVER_TIMEOUT))
-            endings = [("driver-0", ended, err)]
-            if ended == "killed":
-                ended, err = drivers.serve({**base, "process": "driver-1"}, work,
-                                           DRIVER_TIMEOUT)
-                endings.append(("driver-1", ended, err))
-            errors += [e for _, _, e in endings if e]
-            events = list(read_json_lines(work / "events.jsonl").records)
-            to_history(events, history)
-            state, reason = judge_state(events, endings, plan, DRIVER_TIMEOUT)
-            if state == JUDGED and not history.faults():
-                state, reason = UNPLACED, (f"not judged: the grader could not place its "
-                                           f"{fault} in micro-batch {plan['crash_at']}")
-            if state == RAISED:
-                errors.insert(0, reason)
-            reads = read_back(cluster, [source], "read_committed")
-            reads += sinks.read_database(database)
-        finally:
-            children.close()
+        first = {**base, **plan, "process": "driver-0"}
+        serve = drivers.serve_alone if plan["crash"] == "kill_driver" else drivers.serve
+        ended, err = serve(first, work, DRIVER_TIMEOUT)
+        endings = [("driver-0", ended, err)]
+        if ended == "killed":
+            ended, err = drivers.serve({**base, "process": "driver-1"}, work,
+                                       DRIVER_TIMEOUT)
+            endings.append(("driver-1", ended, err))
+        errors += [e for _, _, e in endings if e]
+        events = list(read_json_lines(work / "events.jsonl").records)
+        to_history(events, history)
+        state, reason = judge_state(events, endings, plan, DRIVER_TIMEOUT)
+        if state == JUDGED and not history.faults():
+            state, reason = UNPLACED, (f"not judged: the grader could not place its "
+                                       f"{fault} in micro-batch {plan['crash_at']}")
+        if state == RAISED:
+            errors.insert(0, reason)
+        reads = read_back(cluster, [source], "read_committed")
+        reads += sinks.read_database(database)
     result = C.check(history, reads, C.ANOMALIES, pipeline=(source, str(database)))
     counts.update(result.counts)
     passed = exercise.verdicts(fault, counts, state)
