@@ -1,4 +1,5 @@
-"""Fixtures of the unit tests: a fake Kafka broker, and a fault proxy in front of it.
+"""Fixtures of the unit tests: a fake Kafka broker, and a fault proxy in front of it; and
+``unneeded_imports``, what a child process's module loads that it must not.
 
 Why a fake broker here (the suite's rule is real brokers): the proxy's unit tests
 (test_framing.py, test_proxy.py) check what the proxy forwards, holds and drops byte for
@@ -7,20 +8,36 @@ to Kafka is checked on real brokers in tests/integration. One fake serves both f
 they cannot drift apart on what a "broker" answers. (bench/proxy_overhead.py keeps a fake
 of its own: it streams requests without parsing them, so the proxy, not the fake, is
 what it measures.)
+
+``unneeded_imports`` serves the guards of the child processes (``python -m deliverylab.X``;
+the grader's child alone runs hundreds of times a test run, each time paying for every
+module it imports): each child's test names what that child must not load, its package's
+re-exports and its owner's side above all (:mod:`deliverylab.process.lazy`). Modules, not
+times: a time would be the machine's.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import pytest
 
+import deliverylab
 from deliverylab.cluster import free_ports
 from deliverylab.proxy.framing import parse_request_header, parse_response_correlation
 from deliverylab.proxy.proxy import Proxy
+
+#: The folder of the package under test: a child interpreter imports this one, not
+#: whichever the virtual environment installed.
+LIB = str(Path(deliverylab.__file__).resolve().parents[1])
 
 
 def recv_exact(conn: socket.socket, n: int) -> bytes | None:
@@ -119,3 +136,25 @@ def proxy(broker: FakeBroker) -> Iterator[Proxy]:
     """A started fault proxy in front of ``broker``, stopped after the test."""
     with Proxy(free_ports(1)[0], broker.port, name="proxy-test") as p:
         yield p
+
+
+@pytest.fixture
+def unneeded_imports() -> Callable[[str, Iterable[str]], list[str]]:
+    """``unneeded_imports(module, packages)``: those of ``packages`` (a package or module
+    with everything inside it) that a fresh interpreter loaded importing ``module``, as
+    ``python -m`` does before running it. A name that is no module fails: a misspelt one
+    would pass unseen."""
+    def unneeded(module: str, packages: Iterable[str]) -> list[str]:
+        packages = tuple(packages)
+        unknown = [p for p in packages if importlib.util.find_spec(p) is None]
+        assert not unknown, f"no such module: {unknown}"
+        paths = [LIB, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        done = subprocess.run(
+            [sys.executable, "-c", f"import sys, {module}; print(*sorted(sys.modules))"],
+            capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+        assert done.returncode == 0, done.stderr
+        return [m for m in done.stdout.split()
+                if any(m == p or m.startswith(p + ".") for p in packages)]
+
+    return unneeded

@@ -22,35 +22,13 @@ later chapter imports it from there; machinery moves down into the engine instea
 
 Chapter 00 (the tour) has no kit: it runs the vocabulary alone.
 
-:func:`lazy_names` serves a kit one of whose modules is also a child process's
-``__main__`` (02's auto-committing consumer, 04's zombie instances): its package must not
-import that module before ``python -m`` runs it, so its names load on first use.
+A kit one of whose modules is also a child process's ``__main__`` (02's auto-committing
+consumer, 04's zombie instances) loads its names on first use
+(:func:`deliverylab.process.lazy.lazy_names`): its package must not import that module
+before ``python -m`` runs it.
 A kit exports no name of one of its own modules: importing a submodule binds its name on
 the package, so ``kit.measure`` would be the function or the module depending on who
 imported what first. ``tests/unit/test_layout.py`` keeps the rules: one kit per chapter,
 named after it, no flat module here, no name shared by a kit and one of its modules, and
 no kit importing a later chapter's.
 """
-
-from __future__ import annotations
-
-import importlib
-import sys
-from collections.abc import Callable
-from typing import Any
-
-
-def lazy_names(package: str, names: dict[str, tuple[str, str]]) -> Callable[[str], Any]:
-    """A kit's module ``__getattr__``: ``names`` maps each name the kit exports to (its
-    module in the package, its name there), imported on first use."""
-    def __getattr__(name: str) -> Any:
-        if name not in names:
-            raise AttributeError(f"the kit {package} has no {name!r}; it has "
-                                 + ", ".join(sorted(names)))
-        module, attr = names[name]
-        value = getattr(importlib.import_module(f".{module}", package), attr)
-        # Bound on the package, so the next access does not come here again.
-        setattr(sys.modules[package], name, value)
-        return value
-
-    return __getattr__

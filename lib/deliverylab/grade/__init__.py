@@ -9,6 +9,11 @@ serves a whole grade (fresh topics and groups per run): pass one, or the grader
 starts a one-broker cluster with a fault proxy and stops it afterwards.
 
 Nothing outside this folder imports it, except the package facade (``dl.grade``).
+
+The names it re-exports load on first use (:func:`~deliverylab.process.lazy.lazy_names`):
+``python -m deliverylab.grade.child``, a student's process (one or more each run of a
+grade), runs this file first and needs none of them, and the report pulls in the runner,
+the nemesis and the cluster.
 """
 
 from __future__ import annotations
@@ -19,15 +24,20 @@ import time
 import types
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import bad_value
-from .exercises import EXERCISES, Exercise, exercise
-from .precheck import problem
-from .report import Report
-from .search import CrashPoint
+from ..process.lazy import lazy_names
+
+if TYPE_CHECKING:  # the names, for readers and the layout test's import graph
+    from .exercises import EXERCISES, Exercise, exercise
+    from .report import Report
+    from .search import CrashPoint
 
 __all__ = ["EXERCISES", "Exercise", "Report", "exercise", "grade"]
+__getattr__, __dir__ = lazy_names(__name__, {
+    "EXERCISES": ("exercises", "EXERCISES"), "Exercise": ("exercises", "Exercise"),
+    "exercise": ("exercises", "exercise"), "Report": ("report", "Report")})
 
 
 def _solution(ex: Exercise, solution: str | Path | None) -> Path:
@@ -70,6 +80,10 @@ def grade(exercise_id: str | Exercise, solution: str | Path | None = None, seeds
     time (:func:`~.spark_run.warm_ahead`); a caller's server is left with its main server
     running and no spare.
     """
+    from .exercises import exercise  # here: a student's process runs this file first
+    from .precheck import problem
+    from .report import Report
+
     ex = exercise(exercise_id)
     path = _solution(ex, solution)
     chosen = list(ex.faults if faults is None else faults)

@@ -14,7 +14,8 @@ sits at another offset) is a second payment; no key at all, likewise.
 Two halves, one module: :class:`Payments`, the client the child hands the student's
 ``handle`` (its ``pay`` counted as a boundary of the crash search, after the answer came);
 and :func:`effect_counts`, the parent's judgement of the database's rows and the service's
-log (:func:`deliverylab.services.check.count_effects`, chapter 06's checker).
+log (:func:`deliverylab.services.check.count_effects`, chapter 06's checker, imported there:
+the child needs only :class:`Payments`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..history import History
-from ..services.check import count_effects
 from ..services.http import call
 
 #: A sender: (request body, idempotency key or None) -> the service's answer.
@@ -76,6 +76,8 @@ def effect_counts(counts: dict[str, int], input_ids: list[str], rows: list[str],
     duplicate and missing rows, duplicate and missing effects (payments the service
     applied: a replay of a known key is a call, not an effect), into ``counts``; returns
     examples of each, as the Checker's findings look."""
+    from ..services.check import count_effects
+
     polls = [op for op in history if op.kind == "poll"]
     calls = list(calls)
     effects = count_effects("student", input_ids, rows, calls, polls)

@@ -63,7 +63,6 @@ from ..errors import TimedOut
 from ..history import JsonLines, read_json_lines
 from ..process import lablog
 from ..waiting import wait_until
-from .runner import exit_ending
 
 #: The endings after which the main server goes on serving: anything else replaces it.
 SERVED = ("done", "raised")
@@ -149,6 +148,8 @@ class _Server:
         """Send the spec at ``path`` and wait up to ``limit`` seconds for its end (see
         :meth:`DriverServer.serve`), calling ``tick`` as it waits; a server that died
         before it took the spec is replaced once."""
+        from .runner import exit_ending  # lazy: the grader's side, not the server process's
+
         deadline = time.monotonic() + limit
         for attempt in (1, 2):
             proc = self.start()

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from ..errors import JarsUnavailable, bad_value, command
-from .download import fill
 from .jars import (
     COMPONENTS,
     FIX,
@@ -31,6 +30,10 @@ def require(component: str, fetch: bool = True) -> Path:
     for comp in with_bases(component):
         missing = problems(comp)
         if missing and fetch:
+            # lazy: the download (urllib, http.client, xml) runs once per machine, and
+            # every broker tool, Spark driver and child that finds its jars needs none of it
+            from .download import fill
+
             fill([comp], deep=False)
         elif missing:
             shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more"

@@ -9,18 +9,19 @@ Idempotency keys: a request that carries an ``Idempotency-Key`` header takes eff
 once per key; a repeat gets the first answer again and is logged with
 ``effect: false``. A request without a key always takes effect: that is how duplicate
 calls become duplicate payments. So the log tells *calls* (requests) from *effects*.
+
+One module, three sides, each importing its own standard library where it starts: the
+service (:func:`serve`, ``http.server``), the client (:func:`call`, ``urllib.request``: an
+instance's and a graded student's process, which import nothing of the service's) and the
+owner (:class:`HttpService`). A child that is one side does not pay for the others'.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,8 @@ class CallLog:
 
 def serve(port: int, log: Path) -> None:
     """Run the service until killed; prints ``port <n>`` once it listens."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
     calls = CallLog(log)
 
     class Handler(BaseHTTPRequestHandler):
@@ -106,6 +109,8 @@ def serve(port: int, log: Path) -> None:
 def call(url: str, body: dict[str, Any], key: str | None = None,
          timeout: float = 10.0) -> dict[str, Any]:
     """POST ``body`` to the service (with ``key`` as its idempotency key); its answer."""
+    import urllib.request
+
     headers = {"Content-Type": "application/json"}
     if key is not None:
         headers[KEY_HEADER] = key
@@ -139,6 +144,9 @@ class HttpService:
         wait_until(f"the HTTP service at {self.url} to answer", self._up, timeout)
 
     def _up(self) -> bool:
+        import urllib.error
+        import urllib.request
+
         self.children.check(self.proc)
         try:
             with urllib.request.urlopen(self.url + "/health", timeout=2):
@@ -163,6 +171,8 @@ class HttpService:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m deliverylab.services.http",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)

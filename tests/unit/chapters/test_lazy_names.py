@@ -1,5 +1,5 @@
-"""chapters.lazy_names: a kit whose module is also a child's ``__main__`` loads its names
-on first use, so ``python -m`` finds that module not yet imported by its own package."""
+"""A kit whose module is also a child's ``__main__`` loads its names on first use
+(process.lazy), so ``python -m`` finds that module not yet imported by its own package."""
 
 from __future__ import annotations
 

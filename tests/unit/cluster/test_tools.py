@@ -71,3 +71,12 @@ def test_any_feature_level_is_read_by_its_exact_name():
         tools.feature_level(cluster, "eligible.leader.replicas.version")
     with pytest.raises(LabError):  # a prefix is not the feature
         tools.feature_level(cluster, "transaction")
+
+
+def test_a_tool_s_command_line_imports_neither_the_cluster_nor_the_download(
+        unneeded_imports):
+    # python -m deliverylab.cluster.tools becomes the tool's JVM: cluster/__init__.py runs
+    # first and loads Cluster on use; the jars are present, or fetched on first use.
+    assert unneeded_imports("deliverylab.cluster.tools", (
+        "deliverylab.cluster.cluster", "deliverylab.cluster.local",
+        "deliverylab.runtime.download", "confluent_kafka", "psutil")) == []

@@ -615,3 +615,20 @@ def test_a_stalled_instance_ends_right_after_the_call_it_stalled_in(tmp_path: Pa
         "producer-0:0", "producer-0:1"]
     assert [tp.offset for tp in consumer.commits[0]["offsets"]] == [1, 2]
     assert len(consumer.commits) == 1
+
+
+#: What a student's process must not import: the grader's own side (what it grades
+#: with, its report and compare, its cluster, nemesis, proxy and read-back; chapter 06's
+#: judgement and the payment service's server) and Spark, pandas and matplotlib. Its
+#: package (grade/__init__.py, run first by ``python -m``) loads them on first use.
+NOT_THE_CHILDS = ("deliverylab.grade.runner", "deliverylab.grade.report",
+                  "deliverylab.grade.exercises", "deliverylab.grade.precheck",
+                  "deliverylab.grade.compare", "deliverylab.grade.spark_run",
+                  "deliverylab.grade.spark_server", "deliverylab.nemesis",
+                  "deliverylab.cluster", "deliverylab.proxy", "deliverylab.readers",
+                  "deliverylab.services.check", "deliverylab.spark", "http.server",
+                  "pyspark", "pandas", "matplotlib")
+
+
+def test_the_child_process_imports_only_the_students_side(unneeded_imports):
+    assert unneeded_imports("deliverylab.grade.child", NOT_THE_CHILDS) == []

@@ -457,3 +457,11 @@ def test_grade_warms_its_servers_ahead_and_lists_runs_in_the_registrys_order(
     drivers = seen[0]["drivers"]
     assert drivers.spare_starts == len(kills) and drivers.home is None  # closed
     assert all(gone(p) for p in [main, *(s["alone"] for s in kills)])
+
+
+def test_the_server_process_imports_none_of_the_graders_side(unneeded_imports):
+    # Its Spark is its own cost; the grader's run, report, cluster and faults are not.
+    assert unneeded_imports("deliverylab.grade.spark_server", (
+        "deliverylab.grade.runner", "deliverylab.grade.report",
+        "deliverylab.grade.exercises", "deliverylab.nemesis", "deliverylab.cluster",
+        "deliverylab.proxy", "deliverylab.readers")) == []

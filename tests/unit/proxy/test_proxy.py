@@ -123,3 +123,10 @@ def test_the_proxy_process_ends_with_the_last_proxy(broker, tmp_path):
     wait_until(f"proxy process {pid} to end with the last proxy", lambda: gone(int(pid)), 5,
                interval=0.05)
     assert list(tmp_path.iterdir()) == [], "the proxy process left its empty log"
+
+
+def test_the_proxy_process_imports_the_wire_format_not_its_owner(unneeded_imports):
+    # python -m deliverylab.proxy.engine runs proxy/__init__.py first: Proxy loads on use.
+    assert unneeded_imports("deliverylab.proxy.engine", (
+        "deliverylab.proxy.proxy", "deliverylab.proxy.handles", "deliverylab.process.children",
+        "deliverylab.cluster", "confluent_kafka")) == []

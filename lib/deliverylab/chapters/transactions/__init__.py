@@ -5,21 +5,19 @@ mid-transaction whose group moved on, fenced by its group generation
 The notebook reaches it one way, ``from deliverylab.chapters import transactions as
 kit``: ``kit.live_zombie(cluster, values=...)``.
 
-Names load on first use (:func:`deliverylab.chapters.lazy_names`): :mod:`.zombie` is also
+Names load on first use (:func:`deliverylab.process.lazy.lazy_names`): :mod:`.zombie` is also
 each instance's process (``python -m deliverylab.chapters.transactions.zombie``),
 which must not be imported by its own package before it runs as ``__main__``.
 """
 
 from __future__ import annotations
 
-from .. import lazy_names
+from typing import TYPE_CHECKING
 
-#: The kit's names -> (module of this package, its name there).
-_NAMES = {
-    "live_zombie": ("zombie", "live_zombie"),
-    "LiveZombie": ("zombie", "LiveZombie"),
-    "GENERATION_FENCING": ("zombie", "GENERATION_FENCING"),
-}
+from ...process.lazy import lazy_names
 
-__getattr__ = lazy_names(__name__, _NAMES)
-__all__ = sorted(_NAMES)
+if TYPE_CHECKING:  # the names, for readers and the layout test's import graph
+    from .zombie import GENERATION_FENCING, LiveZombie, live_zombie
+
+__all__ = ["GENERATION_FENCING", "LiveZombie", "live_zombie"]
+__getattr__, __dir__ = lazy_names(__name__, {name: ("zombie", name) for name in __all__})
