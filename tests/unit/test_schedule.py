@@ -1,5 +1,6 @@
 """Schedules and the fault-name validation they use, without a cluster (a fake Nemesis
-records calls). The Nemesis itself: test_nemesis.py and tests/integration/test_nemesis.py."""
+records calls). The Nemesis itself: test_nemesis.py and
+tests/integration/cluster/test_sizes.py."""
 
 from __future__ import annotations
 

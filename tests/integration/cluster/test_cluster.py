@@ -1,4 +1,5 @@
-"""The Cluster on real brokers: serving, faults, transactions, clean-up, errors."""
+"""The Cluster on real brokers: serving, faults, transactions, clean-up, errors. Failover
+and the controller quorum at every size: test_sizes.py (one cluster per size)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -17,8 +17,7 @@ from confluent_kafka import Producer
 
 from deliverylab.clients import config
 from deliverylab.cluster import Cluster
-from deliverylab.cluster.quorum import with_quorum
-from deliverylab.errors import BrokerExited, ClusterNotReady, PortTaken, QuorumLost, QuorumWarning
+from deliverylab.errors import BrokerExited, ClusterNotReady, PortTaken
 from deliverylab.readers import read_records
 from deliverylab.waiting import verdict_within, wait_until
 
@@ -35,59 +34,6 @@ def produce(bootstrap: str, topic: str, values: list[bytes], **settings) -> int:
         producer.poll(0)
     assert producer.flush(60) == 0
     return sum(acked)
-
-
-@pytest.fixture(params=[1, 2, 3, 4, 5], ids=lambda n: f"{n}-brokers")
-def sized(request) -> Iterator[Cluster]:
-    """A cluster of every size the chapters accept: 3 is the shared one (healed after),
-    the others start here with small heaps (they hold a topic of one partition)."""
-    if request.param == 3:
-        yield request.getfixturevalue("cluster")
-        return
-    with Cluster.start(brokers=request.param, jvm_opts=["-Xmx256m"]) as cluster:
-        yield cluster
-
-
-def test_failover_and_quorum_at_every_size(sized, topic_name):
-    """Kill the leader of an RF=min(3, size) partition: a new leader for 2+ brokers, a
-    reason for 1. Then take a majority of voters away: refused unless asked for, and
-    when done, waits say the quorum has no leader rather than timing out blindly."""
-    cluster = sized
-    plan = cluster.quorum_plan
-    cluster.create_topic(topic_name, partitions=1, replication_factor=min(3, cluster.brokers))
-    before = cluster.status()
-    assert set(before.values()) == {"up"}
-    controller = before.quorum.leader
-    assert controller in plan.voters
-    assert f"active controller {controller}" in repr(before)
-    assert with_quorum(cluster, "x", "<div></div>")[0].endswith(f"controller {controller}")
-    old = cluster.leader(topic_name, 0)
-    cluster.kill(old)
-    if cluster.brokers == 1:
-        with pytest.raises(ClusterNotReady) as err:
-            cluster.wait_leader(topic_name, 0, timeout=3)
-        assert "waiting for a leader of" in str(err.value)
-        assert "a 1-broker cluster has no other replica or controller to fail over to" \
-            in str(err.value)
-        return
-    new = cluster.wait_leader(topic_name, 0, exclude=(old,), timeout=60)
-    assert new != old and cluster.status()[new] == "up"
-    assert cluster.quorum().leader in plan.voters
-    # Pause running voters until the next pause would leave no majority: refused.
-    running = [v for v in plan.voters if v in cluster.nodes and cluster.status()[v] == "up"]
-    while not cluster.quorum().down or len(plan.voters) - len(cluster.quorum().down) > 2:
-        cluster.pause(running.pop(), allow_quorum_loss=False)  # the quorum survives these
-    victim = running.pop()
-    with pytest.raises(QuorumLost, match=r"^refused: pausing node \d leaves the controller "
-                       r"quorum \(voters 1,2,3\) with only 1 of 3 running"):
-        cluster.pause(victim, allow_quorum_loss=False)
-    assert cluster.status()[victim] == "up", "a refused fault does nothing"
-    with pytest.warns(QuorumWarning, match="no controller, so no elections"):
-        cluster.pause(victim, allow_quorum_loss=True)
-    assert "NO LEADER" in cluster.quorum().line()
-    with pytest.raises(ClusterNotReady, match="the controller quorum has no leader: voters "
-                       r"1,2,3 and 2 of them are down \("):
-        cluster.wait_leader(topic_name, 0, exclude=tuple(cluster.nodes), timeout=2)
 
 
 def test_produce_and_consume_everything(cluster, topic_name):
