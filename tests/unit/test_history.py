@@ -284,6 +284,17 @@ def test_save_leaves_values_json_writes_its_own_way_to_json_dumps(tmp_path, monk
     assert path.read_bytes() == written_before(ops).encode()
 
 
+def test_save_tells_apart_equal_values_json_writes_otherwise(tmp_path):
+    # save escapes the fields an op shares with others once per block, keyed by them:
+    # 1, True and 1.0 are one key, json writes them apart; a str subclass is its text.
+    text = type("Text", (str,), {})
+    ops = [Op("p", "send", "ok", 0.5 + i, topic=topic, partition=partition)
+           for i, (topic, partition) in enumerate(
+               [("t", 1), ("t", True), ("t", 1.0), ("t", 0), ("t", False), (text("t"), 1)])]
+    path = History(ops).save(tmp_path / "h.jsonl")
+    assert path.read_bytes() == written_before(ops).encode()
+
+
 def test_to_record_is_what_asdict_gave():
     for op in EVERY_SHAPE:
         before = dataclasses.asdict(op) | {"values": list(op.values)}
