@@ -122,10 +122,10 @@ def _advertised_controller(node: NodePorts) -> str:
 #: The active controller appends a no-op record to the metadata log every 500 ms by
 #: default (``metadata.max.idle.interval.ms``, KIP-835: it lets monitoring see a broker's
 #: metadata fall behind). Each one is replicated to every voter and applied by every
-#: broker: an idle 3-broker cluster spent 12.5 CPU-s a minute, a fifth of a core, and 9.9
-#: without them (60 s idle, 2 cores, 2026-11-29). The lab's clusters idle most of their
-#: lives (a test suite keeps one per worker), and nothing in the lab reads that lag; 0
-#: turns the no-ops off (Kafka's documented value for that).
+#: broker: an idle 3-broker cluster spent 12.1 CPU-s a minute, a fifth of a core, and 9.6
+#: without them (medians of three alternated 60 s idles, 2 cores, docs/measurements.md).
+#: The lab's clusters idle most of their lives (a test suite keeps one per worker), and
+#: nothing in the lab reads that lag; 0 turns the no-ops off (Kafka's documented value).
 IDLE_NO_OPS = {"metadata.max.idle.interval.ms": "0"}
 
 
