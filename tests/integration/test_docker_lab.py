@@ -146,9 +146,14 @@ def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(
 
         wait_until(f"JupyterLab to answer on 127.0.0.1:{port}", lambda: answers() == 200, 120,
                    interval=1, explain=logs)
-        # the engine's sockets for the published port (docker-proxy's), not whatever the
-        # other solo lane holds under the same number on another address
-        local = listening(port, lambda p: p.name() in ("docker-proxy", "dockerd"))
+        # the lab container's own sockets (it shares the host's network), not whatever
+        # the other solo lane holds under the same number on another address
+        lab = subprocess.run([*base, "ps", "-q", "lab"], env=env, capture_output=True,
+                             text=True, timeout=60, check=True).stdout.strip()
+        top = subprocess.run(["docker", "top", lab, "-eo", "pid"], capture_output=True,
+                             text=True, timeout=60, check=True).stdout.split()[1:]
+        in_lab = {int(pid) for pid in top}
+        local = listening(port, lambda p: p.pid in in_lab)
         assert local == [f"127.0.0.1:{port}"], f"JupyterLab listens on {local}"
 
         owner = ("import time\nfrom deliverylab.cluster import Cluster\n"
