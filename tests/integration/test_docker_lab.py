@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests import lanes
-from tests.listeners import listening
+from tests.listeners import host_pids, listening
 
 from deliverylab.cluster import docker as dk
 from deliverylab.cluster.cluster import free_ports
@@ -150,10 +150,7 @@ def test_compose_up_serves_jupyterlab_on_loopback_and_down_removes_the_brokers(
         # the other solo lane holds under the same number on another address
         lab = subprocess.run([*base, "ps", "-q", "lab"], env=env, capture_output=True,
                              text=True, timeout=60, check=True).stdout.strip()
-        top = subprocess.run(["docker", "top", lab, "-eo", "pid"], capture_output=True,
-                             text=True, timeout=60, check=True).stdout.split()[1:]
-        in_lab = {int(pid) for pid in top}
-        local = listening(port, lambda p: p.pid in in_lab)
+        local = listening(port, host_pids(lab).keys())
         assert local == [f"127.0.0.1:{port}"], f"JupyterLab listens on {local}"
 
         owner = ("import time\nfrom deliverylab.cluster import Cluster\n"

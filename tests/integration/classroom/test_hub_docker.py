@@ -33,12 +33,13 @@ import pytest
 import requests
 from tests import lanes
 from tests.integration.classroom.hub_helpers import CHAPTER, NOTEBOOK, claim_held, parallel
-from tests.listeners import listening, tree
+from tests.listeners import host_pids, listening
 
 from deliverylab.classroom.course import run as course
 from deliverylab.classroom.hub import dashboard
 from deliverylab.classroom.hub import docker as class_docker
 from deliverylab.classroom.hub.client import Kernel, Student
+from deliverylab.classroom.sizing.measure import tree
 from deliverylab.cluster.ready import wait_until
 
 # 2400 s: the first test of a session to ask for the lab image builds it (a cold CI run:
@@ -81,13 +82,6 @@ def connects(host: str, port: int) -> bool:
         return False
 
 
-def host_pids(container: str) -> dict[int, str]:
-    """The container's processes as the host numbers them: pid -> command name."""
-    out = subprocess.run(["docker", "top", container, "-eo", "pid,comm"], capture_output=True,
-                         text=True, timeout=30, check=True).stdout.splitlines()[1:]
-    return {int(pid): comm for pid, comm in (line.split(None, 1) for line in out)}
-
-
 def board(url: str, token: str) -> tuple[int, list[list[str]]]:
     """The instructor's dashboard as one request with a hub token sees it (the browser's
     hub OAuth login is test_hub.py's): its status and its student rows, each the cells
@@ -109,13 +103,9 @@ def test_two_students_in_containers(start_hub, lab_image: str):
     # nothing of the hub's listens beyond 127.0.0.1 and the class network's gateway (its
     # own processes: the other lane's JVMs may hold the same numbers elsewhere)
     ours = tree(hub.proc.pid)
-
-    def hub_listens(port: int) -> list[str]:
-        return listening(port, lambda p: p.pid in ours)
-
-    assert hub_listens(s.port) == [f"127.0.0.1:{s.port}"]
-    assert hub_listens(s.proxy_api_port) == [f"127.0.0.1:{s.proxy_api_port}"]
-    assert hub_listens(s.hub_port) == [f"{s.hub_ip}:{s.hub_port}"] and s.hub_ip != "127.0.0.1"
+    assert listening(s.port, ours) == [f"127.0.0.1:{s.port}"]
+    assert listening(s.proxy_api_port, ours) == [f"127.0.0.1:{s.proxy_api_port}"]
+    assert listening(s.hub_port, ours) == [f"{s.hub_ip}:{s.hub_port}"] and s.hub_ip != "127.0.0.1"
 
     students = {n: Student(s.url, n, s.password) for n in s.students}
     t0 = time.monotonic()
