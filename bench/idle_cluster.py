@@ -21,23 +21,12 @@ import time
 
 import psutil
 
+from deliverylab.classroom.sizing.measure import tree_cpu
 from deliverylab.cluster import Cluster
 
 #: Kafka's own default for the interval of the controller's no-op records (KIP-835),
 #: which the lab turns off (``cluster.properties.IDLE_NO_OPS``).
 KAFKA_NO_OPS = {"metadata.max.idle.interval.ms": "500"}
-
-
-def cpu_seconds(pids: list[int]) -> dict[int, float]:
-    """User + system CPU each live process has used so far."""
-    out = {}
-    for pid in pids:
-        try:
-            t = psutil.Process(pid).cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        out[pid] = t.user + t.system
-    return out
 
 
 def idle_minute(brokers: int, overrides: dict[str, str], settle: float,
@@ -46,15 +35,15 @@ def idle_minute(brokers: int, overrides: dict[str, str], settle: float,
     with Cluster.start(brokers=brokers, overrides=overrides) as cluster:
         pids = [cluster.backend.pid(n) for n in cluster.processes]
         time.sleep(settle)
-        before = cpu_seconds(pids)
+        before = [tree_cpu(p) for p in pids]
         t0 = time.monotonic()
         time.sleep(idle)
-        after = cpu_seconds(pids)
+        after = [tree_cpu(p) for p in pids]
         elapsed = time.monotonic() - t0
-    lost = set(before) - set(after)
-    if lost:
-        raise RuntimeError(f"node process(es) {sorted(lost)} died while idle")
-    return [(after[p] - before[p]) * 60 / elapsed for p in before]
+        lost = [p for p in pids if not psutil.pid_exists(p)]
+    if lost:  # tree_cpu counts a gone process as 0: no figure from a dead node
+        raise RuntimeError(f"node process(es) {lost} died while idle")
+    return [(a - b) * 60 / elapsed for b, a in zip(before, after, strict=True)]
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
