@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from tests.lanes import LANES
 from tests.scheduling import ModuleScheduling, weight_of
+from tests.shared_cluster import SharedCluster
 
 from deliverylab.classroom.hub.host import install_proxy, prepare_cache
 from deliverylab.classroom.hub.hub import Hub
@@ -155,11 +156,23 @@ def heal(cluster: Cluster) -> None:
     Nemesis(cluster).heal()
 
 
-@pytest.fixture(scope="session")
-def cluster3() -> Iterator[Cluster]:
-    """One 3-node cluster with fault proxies, shared by the integration tests."""
-    with Cluster.start(brokers=3, proxy=True) as cluster:
-        yield cluster
+SHARED = SharedCluster()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    yield
+    SHARED.stop_before(item, nextitem)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    SHARED.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster3() -> Cluster:
+    """The worker's shared 3-node cluster (:class:`SharedCluster`)."""
+    return SHARED.get()
 
 
 @pytest.fixture
