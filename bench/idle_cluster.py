@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import time
+from collections import Counter
 
 import psutil
 
@@ -29,21 +31,43 @@ from deliverylab.cluster import Cluster
 KAFKA_NO_OPS = {"metadata.max.idle.interval.ms": "500"}
 
 
+def thread_cpu(pids: list[int]) -> Counter[str]:
+    """CPU-seconds so far of the nodes' threads, summed by thread name with its numbers
+    taken out (``kafka-scheduler-3`` -> ``kafka-scheduler-#``): which of Kafka's periodic
+    tasks an idle minute goes to. The JVM names its threads, Linux keeps 15 characters."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total: Counter[str] = Counter()
+    for pid in pids:
+        for task in psutil.Process(pid).threads():
+            try:
+                with open(f"/proc/{pid}/task/{task.id}/comm") as f:
+                    name = re.sub(r"\d+", "#", f.read().strip())
+            except OSError:  # the thread ended meanwhile: its time is in no total
+                continue
+            total[name] += round((task.user_time + task.system_time) * tick) / tick
+    return total
+
+
 def idle_minute(brokers: int, overrides: dict[str, str], settle: float,
-                idle: float) -> list[float]:
-    """Start a cluster, let it settle, then each node's CPU-seconds per idle minute."""
+                idle: float) -> tuple[list[float], Counter[str]]:
+    """Start a cluster, let it settle, then each node's CPU-seconds per idle minute, and
+    the nodes' threads' CPU-seconds per idle minute by thread name."""
     with Cluster.start(brokers=brokers, overrides=overrides) as cluster:
         pids = [cluster.backend.pid(n) for n in cluster.processes]
         time.sleep(settle)
         before = [tree_cpu(p) for p in pids]
+        threads_before = thread_cpu(pids)
         t0 = time.monotonic()
         time.sleep(idle)
         after = [tree_cpu(p) for p in pids]
+        threads = thread_cpu(pids)
         elapsed = time.monotonic() - t0
         lost = [p for p in pids if not psutil.pid_exists(p)]
     if lost:  # tree_cpu counts a gone process as 0: no figure from a dead node
         raise RuntimeError(f"node process(es) {lost} died while idle")
-    return [(a - b) * 60 / elapsed for b, a in zip(before, after, strict=True)]
+    threads.subtract(threads_before)
+    per_minute = Counter({name: cpu * 60 / elapsed for name, cpu in threads.items()})
+    return [(a - b) * 60 / elapsed for b, a in zip(before, after, strict=True)], per_minute
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
@@ -67,6 +91,9 @@ def main() -> None:
                         metavar="NAME:KEY=VALUE[,...]",
                         help="broker properties to compare with the lab's (repeatable); "
                              "default: Kafka's no-op records every 500 ms")
+    parser.add_argument("--threads", type=int, default=0, metavar="N",
+                        help="also print each variant's N costliest threads (by name, "
+                             "summed over nodes and rounds)")
     args = parser.parse_args()
     variants = {"lab": {}}
     variants.update(parse_variant(v) for v in args.variant)
@@ -75,9 +102,11 @@ def main() -> None:
     print(f"{args.brokers} broker(s), {args.rounds} round(s) of {args.idle:.0f} s idle; "
           f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     results: dict[str, list[float]] = {name: [] for name in variants}
+    threads: dict[str, Counter[str]] = {name: Counter() for name in variants}
     for rnd in range(1, args.rounds + 1):
         for name, overrides in variants.items():
-            nodes = idle_minute(args.brokers, overrides, args.settle, args.idle)
+            nodes, by_thread = idle_minute(args.brokers, overrides, args.settle, args.idle)
+            threads[name].update(by_thread)
             results[name].append(sum(nodes))
             print(f"  round {rnd} {name:<16} {sum(nodes):5.1f} CPU-s per idle minute "
                   f"(nodes {', '.join(f'{x:.1f}' for x in nodes)}; load "
@@ -86,6 +115,8 @@ def main() -> None:
         print(f"{name:<16} median {statistics.median(values):5.1f} CPU-s per idle minute "
               f"= {statistics.median(values) / 60:.0%} of a core "
               f"({', '.join(f'{v:.1f}' for v in values)}) {variants[name] or '(lab settings)'}")
+        for thread, cpu in threads[name].most_common(args.threads):
+            print(f"    {thread:<24} {cpu / args.rounds:5.2f} CPU-s per idle minute")
 
 
 if __name__ == "__main__":
