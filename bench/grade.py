@@ -19,20 +19,10 @@ on at least 19 of 20 seeds. Asserts nothing: it prints figures.
 from __future__ import annotations
 
 import argparse
-import ast
 import statistics
 import sys
 import time
 from pathlib import Path
-
-
-def expected_failure(path: Path) -> tuple[str, str]:
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == \
-                "EXPECTED_FAILURE":
-            fault, _, prop = node.value.value.partition(" x ")
-            return fault, prop
-    raise SystemExit(f"{path}: no EXPECTED_FAILURE")
 
 
 def quick(exercise: str) -> None:
@@ -64,7 +54,7 @@ def stability(exercises: list[str], seeds: int, first: int = 1,
     import deliverylab as dl
     from deliverylab.cluster import Cluster
     from deliverylab.grade import exercise as get
-    from deliverylab.grade.exercises import JUDGED
+    from deliverylab.grade.exercises import JUDGED, declared_failure
 
     seed_list = list(range(first, first + seeds))
     rows: list[tuple[str, str, str, str, str]] = []
@@ -97,16 +87,19 @@ def stability(exercises: list[str], seeds: int, first: int = 1,
                 rows.append((ex.id, what, "every cell", f"{len(good)}/{len(seed_list)} "
                              "seeds passed", f"{len(rep.runs)} runs, {per:.1f} s each"))
             for what, path in wrong.items():
-                fault, prop = expected_failure(path)
+                declared = declared_failure(path)  # every point searched, not only its own
+                fault, prop = declared.fault, declared.prop
                 rep = dl.grade(ex.id, path, faults=[fault], seed_list=seed_list,
                                cluster=cluster, drivers=drivers, show=False,
                                until_fails=prop)
                 cell = rep.cell(fault, prop)
                 per = statistics.mean(r.seconds for r in rep.runs)
                 caught = len({r.seed for r in cell.failing})
+                at = sorted({r.point for r in cell.failing if r.point})
                 print(f"  wrong_{what:<26} {fault} x {prop}: caught on {caught}/"
                       f"{len(seed_list)} seeds ({len(cell.failing)}/{len(cell.runs)} runs, "
-                      f"{per:.1f} s per run)", flush=True)
+                      f"{per:.1f} s per run){' at ' if at else ''}{', '.join(at)} "
+                      f"(it declares {declared.point or 'no point'})", flush=True)
                 rows.append((ex.id, f"wrong_{what}", f"{fault} x {prop}",
                              f"caught on {caught}/{len(seed_list)} seeds",
                              f"{len(rep.runs)} runs, {per:.1f} s each"))

@@ -430,6 +430,32 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in (CONSUME_LOOP, TRANSACTION_LO
                                                      FOREACH_BATCH, IDEMPOTENT_HANDLER)}
 
 
+@dataclass(frozen=True)
+class Declared:
+    """What a known-wrong solution says of itself: the cell that must catch it (``fault``
+    x ``prop``) and, when declared, the crash point that exposes its mistake."""
+
+    fault: str
+    prop: str
+    point: str | None = None
+
+
+def declared_failure(path: Path) -> Declared:
+    """A known-wrong solution's ``EXPECTED_FAILURE = "fault x property"`` and optional
+    ``EXPECTED_POINT = "flush#2"``, read without running its file (a student's import
+    would run the module)."""
+    import ast
+
+    found = {node.targets[0].id: node.value.value for node in ast.parse(path.read_text()).body
+             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+             and isinstance(node.value, ast.Constant)}
+    fault, _, prop = str(found.get("EXPECTED_FAILURE", "")).partition(" x ")
+    if not fault or not prop:
+        raise bad_value("EXPECTED_FAILURE", found.get("EXPECTED_FAILURE"),
+                        f"'fault x property' in {path}")
+    return Declared(fault, prop, found.get("EXPECTED_POINT"))
+
+
 def exercise(name: str | Exercise) -> Exercise:
     """Look an exercise up by id or name; one clear line for anything else."""
     if isinstance(name, Exercise):
