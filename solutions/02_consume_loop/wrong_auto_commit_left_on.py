@@ -10,6 +10,9 @@ crash follows). A student writes it because the loop "never commits before the f
 
 # nothing_lost too, when a timer commit lands between consume() and the flush
 EXPECTED_FAILURE = "crash_consumer x one_batch_redone"
+#: The crash point that exposes it: the calibration grades it there (bench/grade.py
+#: searches every point, and says where each seed was caught).
+EXPECTED_POINT = "flush#2"
 
 CONSUMER_SETTINGS = {"enable.auto.commit": True}
 

@@ -4,6 +4,9 @@ one_batch_redone under crash_consumer."""
 
 #: The cell of the grade that must catch this solution (the calibration test reads it).
 EXPECTED_FAILURE = "crash_consumer x one_batch_redone"
+#: The crash point that exposes it: the calibration grades it there (bench/grade.py
+#: searches every point, and says where each seed was caught).
+EXPECTED_POINT = "flush#2"
 
 CONSUMER_SETTINGS = {"enable.auto.commit": False}
 

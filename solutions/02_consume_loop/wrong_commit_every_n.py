@@ -8,6 +8,9 @@ right after a commit (where a sampled kill tends to land) shows nothing.
 """
 
 EXPECTED_FAILURE = "crash_consumer x one_batch_redone"
+#: The crash point that exposes it: the calibration grades it there (bench/grade.py
+#: searches every point, and says where each seed was caught).
+EXPECTED_POINT = "flush#2"
 
 CONSUMER_SETTINGS = {"enable.auto.commit": False}
 

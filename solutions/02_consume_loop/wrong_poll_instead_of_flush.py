@@ -8,6 +8,9 @@ delivery reports", and a final ``flush()`` at the end hides it on every clean ru
 """
 
 EXPECTED_FAILURE = "crash_consumer x nothing_lost"
+#: The crash point that exposes it: the calibration grades it there (bench/grade.py
+#: searches every point, and says where each seed was caught).
+EXPECTED_POINT = "commit#1"
 
 CONSUMER_SETTINGS = {"enable.auto.commit": False}
 

@@ -4,6 +4,9 @@ fails nothing_lost under crash_consumer."""
 
 #: The cell of the grade that must catch this solution (the calibration test reads it).
 EXPECTED_FAILURE = "crash_consumer x nothing_lost"
+#: The crash point that exposes it: the calibration grades it there (bench/grade.py
+#: searches every point, and says where each seed was caught).
+EXPECTED_POINT = "commit#1"
 
 CONSUMER_SETTINGS = {}
 

@@ -6,6 +6,9 @@ from confluent_kafka import TopicPartition
 
 #: The cell of the grade that must catch this solution (the calibration test reads it).
 EXPECTED_FAILURE = "crash_consumer x exactly_once"
+#: The crash point that exposes it: the calibration grades it there (bench/grade.py
+#: searches every point, and says where each seed was caught).
+EXPECTED_POINT = "commit_transaction#1"
 
 CONSUMER_SETTINGS = {}
 
