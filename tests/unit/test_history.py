@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 import threading
 from pathlib import Path
 
@@ -214,7 +213,7 @@ def test_outcome_of_and_error_name():
     assert error_name(BufferError("queue full")) == "BufferError"
 
 
-def test_acked_between_and_fault_ops():
+def test_acked_between_and_fault_ops(tmp_path: Path):
     h = History()
     h.record("p", "send", "ok", ["p:0"], topic="t", time=1.0)
     h.record("p", "send", "info", ["p:1"], topic="t", time=2.0)
@@ -226,7 +225,7 @@ def test_acked_between_and_fault_ops():
     assert h.acked_between(0, 9) == ["p:0", "p:2", "p:3"]
     [fault] = h.faults()
     assert fault.fault == "kill_leader" and fault.process == "nemesis"
-    assert History.load(h.save(Path(tempfile.mkdtemp()) / "h.jsonl")).faults() == [fault]
+    assert History.load(h.save(tmp_path / "h.jsonl")).faults() == [fault]
 
 
 # --- the fast writer writes what json.dumps wrote ---------------------------------------
