@@ -35,7 +35,6 @@ def thread_cpu(pids: list[int]) -> Counter[str]:
     """CPU-seconds so far of the nodes' threads, summed by thread name with its numbers
     taken out (``kafka-scheduler-3`` -> ``kafka-scheduler-#``): which of Kafka's periodic
     tasks an idle minute goes to. The JVM names its threads, Linux keeps 15 characters."""
-    tick = os.sysconf("SC_CLK_TCK")
     total: Counter[str] = Counter()
     for pid in pids:
         for task in psutil.Process(pid).threads():
@@ -44,7 +43,7 @@ def thread_cpu(pids: list[int]) -> Counter[str]:
                     name = re.sub(r"\d+", "#", f.read().strip())
             except OSError:  # the thread ended meanwhile: its time is in no total
                 continue
-            total[name] += round((task.user_time + task.system_time) * tick) / tick
+            total[name] += task.user_time + task.system_time
     return total
 
 

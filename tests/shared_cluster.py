@@ -34,14 +34,12 @@ class SharedCluster:
     def __init__(self, start: Callable[[], Cluster] = _start) -> None:
         self._start = start
         self.cluster: Cluster | None = None
-        self.starts = 0
         self._users: set[str] | None = None  # the units some test of which uses it
 
     def get(self) -> Cluster:
         """The running cluster, started first if there is none."""
         if self.cluster is None:
             self.cluster = self._start()
-            self.starts += 1
         return self.cluster
 
     def stop(self) -> None:
