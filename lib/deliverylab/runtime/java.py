@@ -34,7 +34,10 @@ def _candidates() -> list[str]:
 def _version_of(java: str) -> int | None:
     try:
         out = subprocess.run(
-            [java, "-version"], capture_output=True, text=True, timeout=30
+            # -XX:-UsePerfData: otherwise the probe leaves /tmp/hsperfdata_<user> behind
+            # (the JVM's perf-data folder ignores TMPDIR), on every start of a lab.
+            [java, "-XX:-UsePerfData", "-version"], capture_output=True, text=True,
+            timeout=30
         ).stderr
     except (OSError, subprocess.SubprocessError):
         return None
