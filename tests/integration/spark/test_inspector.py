@@ -456,8 +456,10 @@ print("version", spark.version)
 """
 
 
-def _session_with_xshare_on(*extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", _MAPPED, *extra], env=child_env(),
+def _session_with_xshare_on(*extra: str, cache: Path | None = None
+                            ) -> subprocess.CompletedProcess:
+    env = {**child_env(), **({"DELIVERYLAB_CACHE": str(cache)} if cache else {})}
+    return subprocess.run([sys.executable, "-c", _MAPPED, *extra], env=env,
                           capture_output=True, text=True, timeout=180)
 
 
@@ -475,3 +477,21 @@ def test_setup_recorded_the_spark_archive_the_session_maps(tmp_path) -> None:
     done = _session_with_xshare_on(f"-XX:SharedArchiveFile={tmp_path / 'none.jsa'}")
     assert done.returncode != 0 and "version" not in done.stdout
     assert "shared archive" in done.stdout + done.stderr
+
+
+def test_a_class_cache_maps_the_archive_it_shares_with_the_labs(tmp_path) -> None:
+    """The class cache (``make classroom``) takes the lab's own Spark archive instead of
+    recording another (``host.share_spark_archive``): a session whose cache is the class
+    cache maps it under ``-Xshare:on``, though it was recorded with the other cache."""
+    from deliverylab.classroom.hub.host import share_spark_archive
+    from deliverylab.runtime import jars
+
+    own = jars.cache_dir()
+    assert spark_session.class_archive().exists(), "make setup records it: run `make setup`"
+    for component in ("spark-kafka", "jdbc"):  # the jars, as prepare_cache links them
+        (tmp_path / jars.COMPONENTS[component].dir).symlink_to(jars.component_dir(component))
+    shared = share_spark_archive(own, tmp_path)
+    assert shared is not None and shared.samefile(spark_session.class_archive())
+    done = _session_with_xshare_on(cache=tmp_path)
+    assert f"-XX:SharedArchiveFile={shared}" in done.stdout, done.stdout[-2000:]
+    assert done.returncode == 0 and "version" in done.stdout, done.stderr[-2000:]
