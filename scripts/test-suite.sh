@@ -78,7 +78,15 @@ fi
 # once per worker), a chapter or a calibration alone, in conftest's order (the longest
 # first): tests/scheduling.py. --no-loadscope-reorder: xdist would otherwise put the
 # modules with the most tests first, the unit tests.
-"$PY" -m pytest -n "$WORKERS" --dist loadscope --no-loadscope-reorder -m "not solo" "$@"
+# The whole suite's collection also writes which modules hold the solo part's tests
+# (tests/conftest.py, SOLO_LIST): each pytest of the solo part then collects only those.
+solo_list=""
+if [ $# -eq 0 ]; then
+    solo_list=build/solo-tests.txt
+    rm -f "$solo_list"
+fi
+DELIVERYLAB_SOLO_LIST="$solo_list" \
+    "$PY" -m pytest -n "$WORKERS" --dist loadscope --no-loadscope-reorder -m "not solo" "$@"
 code=$?
 [ $code -eq 5 ] && code=0  # "no test selected": the arguments picked none of this part
 if [ $code -ne 0 ]; then
@@ -112,20 +120,49 @@ solo_part() {
     [ $c -eq 5 ] && c=0  # "no test selected"
     [ $code -ne 0 ] || code=$c
 }
-solo_part -m "solo and alone" "$@"
-if [ "$WORKERS" = 0 ]; then
-    solo_part -m "solo and lane_host" "$@"
-    solo_part -m "solo and lane_docker" "$@"
+# With the parallel part's list, each pytest below is given the modules it names for its
+# kind (a test path has no space: split on purpose), and none runs for a kind it does not
+# name (pytest given no path would collect the whole suite to select nothing); without a
+# list (a narrowed run), each is given the run's own arguments.
+has_list() { [ -n "$solo_list" ] && [ -f "$solo_list" ]; }
+modules_of() { awk -F'\t' -v kind="$1" '$1 == kind { print $2 }' "$solo_list"; }
+solo_kind() {  # KIND [ARGS...]: that kind's tests, in the foreground
+    local kind=$1
+    shift
+    if has_list; then
+        local modules
+        modules=$(modules_of "$kind")
+        [ -n "$modules" ] || return 0
+        # shellcheck disable=SC2086
+        solo_part -m "solo and $kind" $modules
+    else
+        solo_part -m "solo and $kind" "$@"
+    fi
+}
+solo_kind alone "$@"
+docker_modules=""
+if has_list; then
+    docker_modules=$(modules_of lane_docker)
+fi
+if [ "$WORKERS" = 0 ] || { has_list && [ -z "$docker_modules" ]; }; then
+    solo_kind lane_host "$@"
+    solo_kind lane_docker "$@"
 else
     lane_log=build/solo-lane-docker.log
     # SIGINT back to its default (a background command ignores it): pytest tears down on
     # it, and stop_beside sends it. A session of its own: a Ctrl-C at the terminal reaches
     # the lane only through stop_beside, once.
-    ( trap - INT; exec setsid "$PY" -m pytest -m "solo and lane_docker" "$@" ) \
-        >"$lane_log" 2>&1 </dev/null &
+    (
+        trap - INT
+        if has_list; then
+            # shellcheck disable=SC2086
+            exec setsid "$PY" -m pytest -m "solo and lane_docker" $docker_modules
+        fi
+        exec setsid "$PY" -m pytest -m "solo and lane_docker" "$@"
+    ) >"$lane_log" 2>&1 </dev/null &
     lane_pid=$!
     echo "test suite: the solo part's Docker lane runs beside this one (log: $lane_log)"
-    solo_part -m "solo and lane_host" "$@"
+    solo_kind lane_host "$@"
     echo "test suite: waiting for the Docker lane; its report:"
     wait "$lane_pid"
     c=$?

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.lanes import LANES
+from tests.lanes import LANES, SOLO_LIST, write_solo_list
 from tests.scheduling import ModuleScheduling, weight_of
 from tests.shared_cluster import SharedCluster
 
@@ -84,6 +84,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Measured seconds first (tests/scheduling.py's WEIGHTS: a chapter, a calibration, a
     # module whose tests share a cluster), then the groups; unit tests always last.
     items.sort(key=lambda item: (group(item) == 2, -weight_of(item.nodeid), group(item)))
+    solo: set[tuple[str, str]] = set()
     for item in items:
         if item.get_closest_marker("solo") is None:
             continue
@@ -92,6 +93,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(
                 f"{item.nodeid} is marked solo and {kinds or 'nothing else'}: a solo test "
                 f"is marked alone or with one lane of {LANES} (tests/lanes.py)")
+        solo.add((kinds[0], item.nodeid.split("::", 1)[0]))
+    if os.environ.get(SOLO_LIST):
+        write_solo_list(Path(os.environ[SOLO_LIST]), solo)
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook

@@ -32,7 +32,9 @@ the solo part runs as one lane, as before.
 
 from __future__ import annotations
 
+import os
 import pwd
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +58,18 @@ DOCKER = pytest.mark.lane_docker
 HOST = pytest.mark.lane_host if uid_has_owner(CONTAINER_UID) else DOCKER
 #: The lane markers, for the check that every solo test has one (or is ``alone``).
 LANES = ("lane_host", "lane_docker")
+
+#: scripts/test-suite.sh names a file here for its parallel part: its collection
+#: (tests/conftest.py) writes which modules hold the solo part's tests, so that each pytest
+#: of the solo part (08 alone, then one per lane) collects those few modules, not the whole
+#: suite's ~1,700 tests (15-20 s of each one's start, on two loaded cores, in a cold run).
+SOLO_LIST = "DELIVERYLAB_SOLO_LIST"
+
+
+def write_solo_list(path: Path, solo: set[tuple[str, str]]) -> None:
+    """``kind<TAB>module`` lines for ``(kind, module)`` pairs (kind: ``alone`` or a lane
+    marker), sorted. Every xdist worker collects alike and writes the same file; each
+    replaces it whole, so the script never reads half of one."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}")
+    partial.write_text("".join(f"{kind}\t{module}\n" for kind, module in sorted(solo)))
+    partial.replace(path)
