@@ -26,8 +26,8 @@ The contract (what the lab gives you):
   ``enable.auto.commit=False``) plus your ``CONSUMER_SETTINGS`` below. ``commit()``
   is made synchronously, whatever you pass.
 - ``producer``: a confluent_kafka ``Producer`` (acks=all, retries; it batches records
-  for 100 ms, ``linger.ms``; a write with no answer within 3 s fails for good,
-  ``message.timeout.ms=3000``).
+  for 100 ms, ``linger.ms``; a write with no answer within 10 s fails for good,
+  ``message.timeout.ms=10000``).
 - ``output_topic``: where to write each record: same value, same key.
 - ``running()``: True while there is input left to process.
 
