@@ -90,6 +90,8 @@ def share_spark_archive(own: Path, cache: Path) -> Path | None:
     except OSError:
         shutil.copy2(src, partial)
     partial.rename(dst)
+    # As a recording would: other venvs' archives unused for a week go (~150 MB each).
+    spark_session._prune_archives(dst)
     return dst
 
 

@@ -4,6 +4,7 @@ reach a path; the Spark class archive the class cache shares with the lab's own.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,19 @@ def test_the_class_cache_gets_the_labs_spark_archive_as_a_link(caches):
     assert got.read_bytes() == b"archive"
     assert os.path.samefile(got, own / "spark-4.0.0-abc-driver.jsa")
     assert sorted(p.name for p in cache.iterdir()) == ["spark-4.0.0-abc-driver.jsa"]
+
+
+def test_sharing_prunes_the_class_caches_archives_of_other_venvs(caches):
+    own, cache = caches
+    (own / "spark-4.0.0-abc-driver.jsa").write_bytes(b"archive")
+    stale, recent = cache / "spark-4.0.0-old-driver.jsa", cache / "spark-4.0.0-new-driver.jsa"
+    for old in (stale, recent):
+        old.write_bytes(b"another venv's")
+    week = spark_session.ARCHIVE_MAX_AGE_S
+    os.utime(stale, (time.time() - week - 60,) * 2)
+    host.share_spark_archive(own, cache)
+    assert sorted(p.name for p in cache.iterdir()) == [
+        "spark-4.0.0-abc-driver.jsa", "spark-4.0.0-new-driver.jsa"]
 
 
 def test_nothing_is_shared_without_an_archive_or_over_one(caches):
