@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import warnings
 
+from tests.unit.notebook.conftest import cell_warnings
+
 from deliverylab.history import History, Op
 from deliverylab.notebook import plots
 
@@ -30,7 +32,7 @@ def test_a_one_lane_timeline_with_a_tall_legend_renders_without_layout_warnings(
         warnings.simplefilter("always")
         png = fig._repr_png_()
     assert png.startswith(b"\x89PNG")
-    assert [str(w.message) for w in caught] == []
+    assert cell_warnings(caught) == []
     assert fig.get_figheight() >= 1.2 + 0.2 * 9  # nine legend entries
 
 
@@ -63,7 +65,7 @@ def test_a_fault_with_a_sentence_for_detail_neither_collapses_the_plot_nor_hides
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fig.savefig(io.BytesIO(), format="png", dpi=100, bbox_inches="tight")
-    assert [str(w.message) for w in caught] == []
+    assert cell_warnings(caught) == []
     [ax] = fig.axes
     assert [t.get_text() for t in ax.texts] == ["Lose an ack"]  # the button's label
 
