@@ -89,6 +89,22 @@ def java_command(name: str, *args: str, fetch: bool = True,
             f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", classpath, main, *args]
 
 
+def producer_perf_command(bootstrap: str, topic: str, client_id: str, records: int,
+                          rate: float, transaction_ms: int, request_timeout_ms: int
+                          ) -> list[str]:
+    """``java ... ProducerPerformance ...`` (Kafka's Java producer, chapter 09) writing
+    ``records`` in transactions of ``transaction_ms``, with :data:`JVM_OPTS` and
+    :func:`temp_opts` (without them its JVM left ``/tmp/hsperfdata_<user>`` behind)."""
+    classpath = os.pathsep.join(str(p) for p in classpaths.classpath("tools"))
+    return [find_java(), *JVM_OPTS, *temp_opts(), f"-Dlog4j2.configurationFile={LOG_CONFIG}",
+            "-cp", classpath, "org.apache.kafka.tools.ProducerPerformance",
+            "--topic", topic, "--num-records", str(records), "--throughput", str(rate),
+            "--record-size", "16", "--transactional-id", f"tx-{client_id}",
+            "--transaction-duration-ms", str(transaction_ms), "--producer-props",
+            f"bootstrap.servers={bootstrap}", f"client.id={client_id}",
+            f"request.timeout.ms={request_timeout_ms}", "delivery.timeout.ms=30000"]
+
+
 def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | None:
     """Record :func:`class_archive` (or ``final``) from one ``kafka-transactions list``
     against a running broker (the admin client's classes are what every tool loads).

@@ -80,3 +80,17 @@ def test_a_tool_s_command_line_imports_neither_the_cluster_nor_the_download(
     assert unneeded_imports("deliverylab.cluster.tools", (
         "deliverylab.cluster.cluster", "deliverylab.cluster.local",
         "deliverylab.runtime.download", "confluent_kafka", "psutil")) == []
+
+
+def test_the_java_producer_keeps_its_temporary_files_out_of_the_shared_tmp(monkeypatch):
+    """Chapter 09's Java producer: without the lab's temp options its JVM left
+    /tmp/hsperfdata_<user> after each run (seen after a cold make test)."""
+    from deliverylab.runtime.java import temp_opts
+
+    monkeypatch.setattr(tools.classpaths, "classpath", lambda component: [f"/jars/{component}"])
+    monkeypatch.setattr(tools, "find_java", lambda: "java")
+    cmd = tools.producer_perf_command("127.0.0.1:9092", "t", "java-1", 300, 40.0, 1000, 3000)
+    assert cmd[0] == "java" and "-XX:-UsePerfData" in cmd
+    assert set(temp_opts()) <= set(cmd[:cmd.index("-cp")])
+    assert cmd[cmd.index("-cp") + 1] == "/jars/tools"
+    assert "bootstrap.servers=127.0.0.1:9092" in cmd and "client.id=java-1" in cmd

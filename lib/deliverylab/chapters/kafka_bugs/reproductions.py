@@ -31,7 +31,6 @@ request); the Checker judges (:func:`deliverylab.checker.check` on a complete re
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 import uuid
@@ -57,8 +56,6 @@ from ...errors import LabError, bad_value
 from ...history import History
 from ...nemesis import Nemesis
 from ...notebook.widgets import FaultSpec
-from ...runtime import classpaths
-from ...runtime.java import find_java, temp_opts
 from ...values import ValueId
 from ...waiting import wait_until
 
@@ -375,23 +372,6 @@ def _end(producer: Producer, history: History, process: str, txn: str, how: str)
     return "ok"
 
 
-def java_producer_command(bootstrap: str, topic: str, client_id: str, records: int,
-                          rate: float, transaction_ms: int, request_timeout_ms: int
-                          ) -> list[str]:
-    """``java ... ProducerPerformance ...`` writing ``records`` in transactions of
-    ``transaction_ms``, with the lab's tool JVM options and :func:`temp_opts` (without
-    them the JVM left ``/tmp/hsperfdata_<user>`` behind on every run of the chapter)."""
-    classpath = os.pathsep.join(str(p) for p in classpaths.classpath("tools"))
-    return [find_java(), *tools.JVM_OPTS, *temp_opts(),
-            f"-Dlog4j2.configurationFile={tools.LOG_CONFIG}",
-            "-cp", classpath, "org.apache.kafka.tools.ProducerPerformance",
-            "--topic", topic, "--num-records", str(records), "--throughput", str(rate),
-            "--record-size", "16", "--transactional-id", f"tx-{client_id}",
-            "--transaction-duration-ms", str(transaction_ms), "--producer-props",
-            f"bootstrap.servers={bootstrap}", f"client.id={client_id}",
-            f"request.timeout.ms={request_timeout_ms}", "delivery.timeout.ms=30000"]
-
-
 def java_stale_end_txn(cluster: Any, history: History | None = None,
                        request_timeout_ms: int = 3000, records: int = 300,
                        rate: float = 40.0, transaction_ms: int = 1000,
@@ -413,8 +393,8 @@ def java_stale_end_txn(cluster: Any, history: History | None = None,
     client_id = _fresh("java")
     nemesis = Nemesis(cluster, history)
     hold = nemesis.hold_request("EndTxn", client_id=client_id).handle
-    cmd = java_producer_command(cluster.bootstrap_servers, topic, client_id, records, rate,
-                                transaction_ms, request_timeout_ms)
+    cmd = tools.producer_perf_command(cluster.bootstrap_servers, topic, client_id, records,
+                                      rate, transaction_ms, request_timeout_ms)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

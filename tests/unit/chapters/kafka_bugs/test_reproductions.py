@@ -291,17 +291,3 @@ def test_a_reproductions_broker_config_is_removed_after_it_even_on_failure():
             raise RuntimeError("boom")
     assert brokers.ops == [("1", "SET", "1500"), ("2", "SET", "1500"),
                    ("1", "DELETE", None), ("2", "DELETE", None)]
-
-
-def test_the_java_producer_keeps_its_temporary_files_out_of_the_shared_tmp(monkeypatch):
-    """Without the lab's temp options its JVM left /tmp/hsperfdata_<user> after each run
-    of chapter 09 (seen after a cold make test)."""
-    from deliverylab.runtime.java import temp_opts
-
-    monkeypatch.setattr(bugs.classpaths, "classpath", lambda component: [f"/jars/{component}"])
-    monkeypatch.setattr(bugs, "find_java", lambda: "java")
-    cmd = bugs.java_producer_command("127.0.0.1:9092", "t", "java-1", 300, 40.0, 1000, 3000)
-    assert cmd[0] == "java" and "-XX:-UsePerfData" in cmd
-    assert set(temp_opts()) <= set(cmd[:cmd.index("-cp")])
-    assert cmd[cmd.index("-cp") + 1] == "/jars/tools"
-    assert "bootstrap.servers=127.0.0.1:9092" in cmd and "client.id=java-1" in cmd
