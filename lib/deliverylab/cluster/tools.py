@@ -81,6 +81,14 @@ def java_command(name: str, *args: str, fetch: bool = True,
     """The full ``java ... MainClass args`` of a tool (its jars checked first); with
     ``shared``, mapping :func:`class_archive` when there is one."""
     component, main, _ = _spec(name)
+    return _java(component, main, args, fetch=fetch, jvm_opts=jvm_opts, shared=shared)
+
+
+def _java(component: str, main: str, args: tuple[str, ...] | list[str], *,
+          fetch: bool = True, jvm_opts: tuple[str, ...] = (), shared: bool = True
+          ) -> list[str]:
+    """``java`` with the tools' options (:data:`JVM_OPTS`, :func:`temp_opts`, their log
+    config) running ``main`` from the ``component`` jar set."""
     classpath = os.pathsep.join(str(p) for p in classpaths.classpath(component, fetch=fetch))
     archive = class_archive()
     shared_opts = ([f"-XX:SharedArchiveFile={archive}"]
@@ -93,16 +101,16 @@ def producer_perf_command(bootstrap: str, topic: str, client_id: str, records: i
                           rate: float, transaction_ms: int, request_timeout_ms: int
                           ) -> list[str]:
     """``java ... ProducerPerformance ...`` (Kafka's Java producer, chapter 09) writing
-    ``records`` in transactions of ``transaction_ms``, with :data:`JVM_OPTS` and
-    :func:`temp_opts` (without them its JVM left ``/tmp/hsperfdata_<user>`` behind)."""
-    classpath = os.pathsep.join(str(p) for p in classpaths.classpath("tools"))
-    return [find_java(), *JVM_OPTS, *temp_opts(), f"-Dlog4j2.configurationFile={LOG_CONFIG}",
-            "-cp", classpath, "org.apache.kafka.tools.ProducerPerformance",
-            "--topic", topic, "--num-records", str(records), "--throughput", str(rate),
-            "--record-size", "16", "--transactional-id", f"tx-{client_id}",
-            "--transaction-duration-ms", str(transaction_ms), "--producer-props",
-            f"bootstrap.servers={bootstrap}", f"client.id={client_id}",
-            f"request.timeout.ms={request_timeout_ms}", "delivery.timeout.ms=30000"]
+    ``records`` in transactions of ``transaction_ms``: a tools JVM like the others (it
+    once had its own copy of the options, without :func:`temp_opts`, and left
+    ``/tmp/hsperfdata_<user>`` behind). Without the tools' class archive, as before."""
+    return _java("tools", "org.apache.kafka.tools.ProducerPerformance", [
+        "--topic", topic, "--num-records", str(records), "--throughput", str(rate),
+        "--record-size", "16", "--transactional-id", f"tx-{client_id}",
+        "--transaction-duration-ms", str(transaction_ms), "--producer-props",
+        f"bootstrap.servers={bootstrap}", f"client.id={client_id}",
+        f"request.timeout.ms={request_timeout_ms}", "delivery.timeout.ms=30000"],
+        shared=False)
 
 
 def record_class_archive(bootstrap: str, final: Path | None = None) -> Path | None:

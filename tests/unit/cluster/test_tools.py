@@ -87,10 +87,12 @@ def test_the_java_producer_keeps_its_temporary_files_out_of_the_shared_tmp(monke
     /tmp/hsperfdata_<user> after each run (seen after a cold make test)."""
     from deliverylab.runtime.java import temp_opts
 
-    monkeypatch.setattr(tools.classpaths, "classpath", lambda component: [f"/jars/{component}"])
+    monkeypatch.setattr(tools.classpaths, "classpath",
+                        lambda component, fetch=True: [f"/jars/{component}"])
     monkeypatch.setattr(tools, "find_java", lambda: "java")
     cmd = tools.producer_perf_command("127.0.0.1:9092", "t", "java-1", 300, 40.0, 1000, 3000)
     assert cmd[0] == "java" and "-XX:-UsePerfData" in cmd
     assert set(temp_opts()) <= set(cmd[:cmd.index("-cp")])
     assert cmd[cmd.index("-cp") + 1] == "/jars/tools"
     assert "bootstrap.servers=127.0.0.1:9092" in cmd and "client.id=java-1" in cmd
+    assert not [o for o in cmd if o.startswith("-XX:SharedArchiveFile")]  # as before
